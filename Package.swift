@@ -1,0 +1,68 @@
+// swift-tools-version: 6.2
+import PackageDescription
+
+/// Settings every Latchkey target shares: Swift 6 mode (complete strict concurrency) plus the
+/// upcoming features the project's conventions ask for.
+let strictSettings: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "Latchkey",
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11)],
+    products: [
+        .library(name: "Latchkey", targets: ["Latchkey"]),
+        .library(name: "LatchkeySQLite", targets: ["LatchkeySQLite"]),
+        .executable(name: "latchkey", targets: ["latchkey"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.0.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.0"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.0"),
+    ],
+    targets: [
+        .target(
+            name: "Latchkey",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "LatchkeySQLite",
+            dependencies: [
+                "Latchkey",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "latchkey",
+            dependencies: [
+                "Latchkey",
+                "LatchkeySQLite",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        // A helper the tests start as a separate process (two writers, SIGKILL rounds).
+        .executableTarget(
+            name: "latchkey-store-worker",
+            dependencies: ["Latchkey", "LatchkeySQLite"],
+            path: "Tests/StoreWorker",
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "LatchkeyTests",
+            dependencies: ["Latchkey", "LatchkeySQLite"],
+            swiftSettings: strictSettings
+        ),
+    ]
+)

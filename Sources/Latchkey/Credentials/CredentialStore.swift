@@ -1,0 +1,196 @@
+public import Foundation
+public import Logging
+
+/// A change to a ``CredentialStore``, published on ``CredentialStore/changes``.
+public enum CredentialStoreEvent: Sendable, Hashable {
+    /// A credential was added.
+    case added(CredentialID)
+    /// A credential's tokens or tags changed.
+    case updated(CredentialID)
+    /// A credential was removed.
+    case removed(CredentialID)
+    /// The default credential changed (to `nil` when it was cleared).
+    case defaultChanged(CredentialID?)
+}
+
+/// Many accounts' credentials, one of which may be the default (the active account).
+///
+/// The store's rules:
+/// - Removing the default credential sets the default to `nil`; no other account is promoted.
+/// - Assigning the default, even to `nil`, never removes a credential.
+/// - The first credential added while there is no default becomes the default.
+/// - A storage failure is an error, never an empty store: nothing is wiped silently.
+/// - Every change made through this store is published on ``changes``.
+///
+/// ```swift
+/// let store = CredentialStore.inMemory()
+/// let alice = try await store.add(token)
+/// try await store.setDefault(alice.id)
+/// for await event in store.changes { print(event) }
+/// ```
+public actor CredentialStore {
+    /// Where the credentials are kept.
+    public nonisolated let storage: any CredentialStorage
+    private let events = Broadcast<CredentialStoreEvent>()
+    private let logger: Logger
+    private let now: @Sendable () -> Date
+
+    /// Creates a store over `storage`.
+    ///
+    /// - Parameters:
+    ///   - storage: the backend, e.g. ``InMemoryCredentialStorage`` or the SQLite storage.
+    ///   - logger: where diagnostics go; silent by default. Token values are never logged.
+    ///   - now: the clock used for the credentials' timestamps.
+    public init(
+        storage: any CredentialStorage,
+        logger: Logger? = nil,
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.storage = storage
+        self.logger = logger ?? .disabled("latchkey.store")
+        self.now = now
+    }
+
+    /// A store that keeps everything in memory, for tests and short-lived programs.
+    public static func inMemory() -> CredentialStore {
+        CredentialStore(storage: InMemoryCredentialStorage())
+    }
+
+    /// Every change made through this store from now on, as an `AsyncSequence`.
+    ///
+    /// Each access returns a new, independent stream; it ends when the store is released.
+    /// Changes that another process makes to shared storage are not published here.
+    public nonisolated var changes: AsyncStream<CredentialStoreEvent> {
+        events.subscribe()
+    }
+
+    // MARK: Adding and changing
+
+    /// Stores a new credential for `token`, with metadata read from its ID token.
+    ///
+    /// - Parameters:
+    ///   - token: the tokens of a sign-in.
+    ///   - tags: labels of the application's choosing.
+    ///   - makeDefault: make the new credential the default. When the store has no default,
+    ///     it becomes the default anyway.
+    /// - Returns: the stored credential, with its new identifier.
+    @discardableResult
+    public func add(
+        _ token: Token,
+        tags: [String: String] = [:],
+        makeDefault: Bool = false
+    ) async throws(StorageError) -> StoredCredential {
+        let date = now()
+        let credential = StoredCredential(
+            id: CredentialID(),
+            token: token,
+            metadata: CredentialMetadata(token: token, tags: tags),
+            createdAt: date,
+            updatedAt: date
+        )
+        try await storage.insert(credential)
+        logger.debug("credential added", metadata: ["credential": "\(credential.id)"])
+        events.send(.added(credential.id))
+        if makeDefault {
+            try await assignDefault(credential.id)
+        } else if try await storage.defaultCredentialID() == nil {
+            try await assignDefault(credential.id)
+        }
+        return credential
+    }
+
+    /// Replaces the tokens of a stored credential (after a refresh, say).
+    ///
+    /// Account metadata is read again from the new ID token; when the new token has none, the
+    /// metadata read earlier is kept. Tags are kept.
+    @discardableResult
+    public func update(_ id: CredentialID, token: Token) async throws(StorageError) -> StoredCredential {
+        guard var credential = try await storage.credential(for: id) else { throw .credentialNotFound(id) }
+        if token.idToken != nil {
+            credential.metadata = CredentialMetadata(token: token, tags: credential.metadata.tags)
+        } else {
+            credential.metadata.issuer = token.provider.issuer
+            credential.metadata.clientID = token.provider.clientID
+        }
+        credential.token = token
+        credential.updatedAt = now()
+        try await storage.update(credential)
+        logger.debug("credential updated", metadata: ["credential": "\(id)"])
+        events.send(.updated(id))
+        return credential
+    }
+
+    /// Replaces the application tags of a stored credential.
+    @discardableResult
+    public func setTags(_ tags: [String: String], for id: CredentialID) async throws(StorageError) -> StoredCredential {
+        guard var credential = try await storage.credential(for: id) else { throw .credentialNotFound(id) }
+        credential.metadata.tags = tags
+        credential.updatedAt = now()
+        try await storage.update(credential)
+        events.send(.updated(id))
+        return credential
+    }
+
+    /// Removes a credential from this store (local only: no server is told, and its tokens stay
+    /// valid on the server until they expire or are revoked).
+    ///
+    /// When it was the default, the default becomes `nil`.
+    /// - Returns: whether a credential was removed.
+    @discardableResult
+    public func remove(_ id: CredentialID) async throws(StorageError) -> Bool {
+        let deletion = try await storage.delete(id)
+        guard deletion.deleted else { return false }
+        logger.debug("credential removed", metadata: ["credential": "\(id)"])
+        events.send(.removed(id))
+        if deletion.clearedDefault { events.send(.defaultChanged(nil)) }
+        return true
+    }
+
+    // MARK: Reading
+
+    /// The credential with this identifier, or `nil`.
+    public func credential(for id: CredentialID) async throws(StorageError) -> StoredCredential? {
+        try await storage.credential(for: id)
+    }
+
+    /// Every stored credential, oldest first.
+    public func all() async throws(StorageError) -> [StoredCredential] {
+        try await storage.all()
+    }
+
+    /// The credentials matching an indexed query (subject, username, email, issuer).
+    public func find(_ query: CredentialQuery) async throws(StorageError) -> [StoredCredential] {
+        try await storage.credentials(matching: query)
+    }
+
+    /// The credentials whose metadata satisfies `predicate`.
+    public func find(
+        where predicate: @Sendable (CredentialMetadata) -> Bool
+    ) async throws(StorageError) -> [StoredCredential] {
+        try await storage.all().filter { predicate($0.metadata) }
+    }
+
+    // MARK: The default credential
+
+    /// The default credential (the active account), or `nil` when none is set.
+    public var `default`: StoredCredential? {
+        get async throws(StorageError) {
+            guard let id = try await storage.defaultCredentialID() else { return nil }
+            return try await storage.credential(for: id)
+        }
+    }
+
+    /// Makes `id` the default credential, or clears the default with `nil`.
+    ///
+    /// Never removes a credential. Throws ``StorageError/Code/credentialNotFound`` when `id`
+    /// names no stored credential.
+    public func setDefault(_ id: CredentialID?) async throws(StorageError) {
+        guard try await storage.defaultCredentialID() != id else { return }
+        try await assignDefault(id)
+    }
+
+    private func assignDefault(_ id: CredentialID?) async throws(StorageError) {
+        try await storage.setDefaultCredentialID(id)
+        events.send(.defaultChanged(id))
+    }
+}

@@ -1,0 +1,46 @@
+/// Where a ``CredentialStore`` keeps its credentials and which one is the default.
+///
+/// Implementations must make every method atomic, also across processes when the storage is
+/// shared (the SQLite storage is), and must never treat a read failure as "no credentials":
+/// they throw ``StorageError`` instead. Every backend passes the same contract test suite.
+public protocol CredentialStorage: Sendable {
+    /// Every credential, oldest first.
+    func all() async throws(StorageError) -> [StoredCredential]
+
+    /// The credential with this identifier, or `nil` when there is none.
+    func credential(for id: CredentialID) async throws(StorageError) -> StoredCredential?
+
+    /// The credentials matching an indexed query, oldest first.
+    func credentials(matching query: CredentialQuery) async throws(StorageError) -> [StoredCredential]
+
+    /// Adds a credential; throws ``StorageError/Code/duplicateCredential`` when the identifier is taken.
+    func insert(_ credential: StoredCredential) async throws(StorageError)
+
+    /// Replaces a credential; throws ``StorageError/Code/credentialNotFound`` when it is absent.
+    func update(_ credential: StoredCredential) async throws(StorageError)
+
+    /// Deletes a credential and, in the same atomic step, clears the default if it pointed to it.
+    func delete(_ id: CredentialID) async throws(StorageError) -> StorageDeletion
+
+    /// The identifier of the default credential, if one is set.
+    func defaultCredentialID() async throws(StorageError) -> CredentialID?
+
+    /// Sets (or, with `nil`, clears) the default credential; never deletes anything.
+    ///
+    /// Throws ``StorageError/Code/credentialNotFound`` when `id` names no stored credential.
+    func setDefaultCredentialID(_ id: CredentialID?) async throws(StorageError)
+}
+
+/// What a deletion did.
+public struct StorageDeletion: Sendable, Hashable {
+    /// Whether a credential was deleted (`false` when there was none with that identifier).
+    public var deleted: Bool
+    /// Whether the deleted credential was the default, which is now cleared.
+    public var clearedDefault: Bool
+
+    /// Creates a deletion report.
+    public init(deleted: Bool, clearedDefault: Bool) {
+        self.deleted = deleted
+        self.clearedDefault = clearedDefault
+    }
+}

@@ -1,0 +1,73 @@
+/// A failure of credential storage. It names the file involved and what to do, never a secret.
+///
+/// Latchkey reports a damaged store instead of wiping it: none of these errors deletes,
+/// truncates or overwrites anything.
+public struct StorageError: Error, Sendable, CustomStringConvertible {
+    /// What went wrong, as a value to switch over with `==`.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private enum Base: String, Sendable, Hashable {
+            case corruptDatabase, wrongKey, invalidKeyFile, missingKeyFile, folderNotAccessible,
+                fileNotAccessible, unsupportedSchema, corruptRecord, credentialNotFound,
+                duplicateCredential, databaseFailure
+        }
+
+        private let base: Base
+
+        /// The database file is not a SQLite database, or its pages are damaged.
+        public static let corruptDatabase = Code(base: .corruptDatabase)
+        /// The key cannot open the database's sealed data: it is not the key the store was made with.
+        public static let wrongKey = Code(base: .wrongKey)
+        /// The key file is not exactly 32 bytes.
+        public static let invalidKeyFile = Code(base: .invalidKeyFile)
+        /// The database exists but the key file beside it does not.
+        public static let missingKeyFile = Code(base: .missingKeyFile)
+        /// The store's folder cannot be created, read or written, or is not a folder.
+        public static let folderNotAccessible = Code(base: .folderNotAccessible)
+        /// A file of the store cannot be read or written.
+        public static let fileNotAccessible = Code(base: .fileNotAccessible)
+        /// The database was written by a newer version of Latchkey.
+        public static let unsupportedSchema = Code(base: .unsupportedSchema)
+        /// One stored record cannot be decoded or opened.
+        public static let corruptRecord = Code(base: .corruptRecord)
+        /// No credential has the given identifier.
+        public static let credentialNotFound = Code(base: .credentialNotFound)
+        /// A credential with the same identifier is already stored.
+        public static let duplicateCredential = Code(base: .duplicateCredential)
+        /// The database reported another failure (busy for too long, disk full, I/O error).
+        public static let databaseFailure = Code(base: .databaseFailure)
+
+        public var description: String { base.rawValue }
+    }
+
+    /// What went wrong.
+    public let code: Code
+    /// The file or folder involved, when there is one.
+    public let path: String?
+    /// A safe, human-readable explanation (no secrets).
+    public let reason: String
+    /// The error that caused this one, if any.
+    public let underlying: (any Error & Sendable)?
+
+    /// Creates a storage error.
+    public init(_ code: Code, path: String? = nil, reason: String, underlying: (any Error & Sendable)? = nil) {
+        self.code = code
+        self.path = path
+        self.reason = reason
+        self.underlying = underlying
+    }
+
+    public var description: String {
+        guard let path else { return reason }
+        return "\(reason) (\(path))"
+    }
+
+    /// The error a backend reports when an identifier is missing.
+    package static func credentialNotFound(_ id: CredentialID) -> StorageError {
+        StorageError(.credentialNotFound, reason: "No stored credential has the id \(id).")
+    }
+
+    /// The error a backend reports when an identifier is taken.
+    package static func duplicateCredential(_ id: CredentialID) -> StorageError {
+        StorageError(.duplicateCredential, reason: "A credential with the id \(id) is already stored.")
+    }
+}

@@ -1,0 +1,183 @@
+public import Foundation
+
+/// The tokens one sign-in produced, with what is known about them.
+///
+/// A `Token` always holds an access token; it usually holds a refresh token and an ID token, and
+/// sometimes a device secret (OpenID Connect Native SSO). It is a value: storing, refreshing and
+/// revoking are done by ``CredentialStore`` and the provider types.
+///
+/// Neither `description` nor `debugDescription` (nor a `dump`) ever shows a token value.
+public struct Token: Sendable, Hashable {
+    /// The access token (RFC 6749 §1.4).
+    public var accessToken: String
+    /// The token type, usually `Bearer` (RFC 6749 §7.1).
+    public var tokenType: String
+    /// The refresh token, when the provider issued one.
+    public var refreshToken: String?
+    /// The ID token (OpenID Connect Core §2), when the provider issued one.
+    public var idToken: String?
+    /// The device secret (OpenID Connect Native SSO), when the provider issued one.
+    public var deviceSecret: String?
+    /// The granted scopes, in the order the provider listed them; `nil` when it did not say.
+    public var scopes: [String]?
+    /// When the token response was received.
+    public var issuedAt: Date
+    /// When the access token expires; `nil` when the provider did not say.
+    public var expiresAt: Date?
+    /// The provider and client the tokens came from.
+    public var provider: ProviderIdentity
+    /// Fields of the token response that Latchkey does not model, kept as they came.
+    public var additionalFields: [String: JSONValue]
+
+    /// Creates a token from its parts.
+    public init(
+        accessToken: String,
+        tokenType: String = "Bearer",
+        refreshToken: String? = nil,
+        idToken: String? = nil,
+        deviceSecret: String? = nil,
+        scopes: [String]? = nil,
+        issuedAt: Date,
+        expiresAt: Date? = nil,
+        provider: ProviderIdentity,
+        additionalFields: [String: JSONValue] = [:]
+    ) {
+        self.accessToken = accessToken
+        self.tokenType = tokenType
+        self.refreshToken = refreshToken
+        self.idToken = idToken
+        self.deviceSecret = deviceSecret
+        self.scopes = scopes
+        self.issuedAt = issuedAt
+        self.expiresAt = expiresAt
+        self.provider = provider
+        self.additionalFields = additionalFields
+    }
+
+    /// Creates a token from a decoded token response, received at `issuedAt`.
+    public init(response: TokenResponse, issuedAt: Date, provider: ProviderIdentity) {
+        self.init(
+            accessToken: response.accessToken,
+            tokenType: response.tokenType,
+            refreshToken: response.refreshToken,
+            idToken: response.idToken,
+            deviceSecret: response.deviceSecret,
+            scopes: response.scope.map(Token.scopes(from:)),
+            issuedAt: issuedAt,
+            expiresAt: response.expiresIn.map { issuedAt.addingTimeInterval($0) },
+            provider: provider,
+            additionalFields: response.additionalFields
+        )
+    }
+
+    /// Splits an RFC 6749 §3.3 scope string into its scope tokens.
+    static func scopes(from scope: String) -> [String] {
+        scope.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
+    }
+
+    /// The granted scopes as an RFC 6749 §3.3 space-separated string.
+    public var scope: String? { scopes?.joined(separator: " ") }
+
+    /// Whether the access token has expired at `date` (a token with no expiry never does).
+    public func isExpired(at date: Date = Date()) -> Bool {
+        expires(within: 0, at: date)
+    }
+
+    /// Whether the access token expires within `margin` seconds of `date`.
+    public func expires(within margin: TimeInterval, at date: Date = Date()) -> Bool {
+        guard let expiresAt else { return false }
+        return expiresAt.timeIntervalSince(date) <= margin
+    }
+
+    /// The kinds of token this value holds.
+    public var kinds: Set<TokenKind> {
+        var kinds: Set<TokenKind> = [.accessToken]
+        if refreshToken != nil { kinds.insert(.refreshToken) }
+        if idToken != nil { kinds.insert(.idToken) }
+        if deviceSecret != nil { kinds.insert(.deviceSecret) }
+        return kinds
+    }
+}
+
+/// The kinds of token a ``Token`` can hold.
+public enum TokenKind: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
+    /// The access token.
+    case accessToken = "access_token"
+    /// The refresh token.
+    case refreshToken = "refresh_token"
+    /// The ID token.
+    case idToken = "id_token"
+    /// The device secret of OpenID Connect Native SSO.
+    case deviceSecret = "device_secret"
+
+    public var description: String { rawValue }
+}
+
+extension Token: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// A summary that names which tokens are present, never their values.
+    public var description: String {
+        var parts = ["type: \(tokenType)", "provider: \(provider)"]
+        parts.append("tokens: [\(TokenKind.allCases.filter(kinds.contains).map(\.rawValue).joined(separator: ", "))]")
+        if let scope { parts.append("scope: \(scope)") }
+        if let expiresAt { parts.append("expiresAt: \(expiresAt.formatted(.iso8601))") }
+        return "Token(\(parts.joined(separator: ", ")))"
+    }
+
+    /// Same as `description`: token values are never shown.
+    public var debugDescription: String { description }
+
+    /// A mirror without the token values, so `dump(token)` cannot print them either.
+    public var customMirror: Mirror {
+        Mirror(
+            self,
+            children: [
+                "tokenType": tokenType, "provider": provider, "kinds": kinds.map(\.rawValue).sorted(),
+                "scopes": scopes as Any, "issuedAt": issuedAt, "expiresAt": expiresAt as Any,
+            ],
+            displayStyle: .struct
+        )
+    }
+}
+
+extension Token: Codable {
+    enum CodingKeys: String, CodingKey {
+        case accessToken = "access_token"
+        case tokenType = "token_type"
+        case refreshToken = "refresh_token"
+        case idToken = "id_token"
+        case deviceSecret = "device_secret"
+        case scopes
+        case issuedAt = "issued_at"
+        case expiresAt = "expires_at"
+        case provider
+        case additionalFields = "additional_fields"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        accessToken = try container.decode(String.self, forKey: .accessToken)
+        tokenType = try container.decode(String.self, forKey: .tokenType)
+        refreshToken = try container.decodeIfPresent(String.self, forKey: .refreshToken)
+        idToken = try container.decodeIfPresent(String.self, forKey: .idToken)
+        deviceSecret = try container.decodeIfPresent(String.self, forKey: .deviceSecret)
+        scopes = try container.decodeIfPresent([String].self, forKey: .scopes)
+        issuedAt = Date(timeIntervalSince1970: try container.decode(Double.self, forKey: .issuedAt))
+        expiresAt = try container.decodeIfPresent(Double.self, forKey: .expiresAt).map(Date.init(timeIntervalSince1970:))
+        provider = try container.decode(ProviderIdentity.self, forKey: .provider)
+        additionalFields = try container.decodeIfPresent([String: JSONValue].self, forKey: .additionalFields) ?? [:]
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(accessToken, forKey: .accessToken)
+        try container.encode(tokenType, forKey: .tokenType)
+        try container.encodeIfPresent(refreshToken, forKey: .refreshToken)
+        try container.encodeIfPresent(idToken, forKey: .idToken)
+        try container.encodeIfPresent(deviceSecret, forKey: .deviceSecret)
+        try container.encodeIfPresent(scopes, forKey: .scopes)
+        try container.encode(issuedAt.timeIntervalSince1970, forKey: .issuedAt)
+        try container.encodeIfPresent(expiresAt?.timeIntervalSince1970, forKey: .expiresAt)
+        try container.encode(provider, forKey: .provider)
+        if !additionalFields.isEmpty { try container.encode(additionalFields, forKey: .additionalFields) }
+    }
+}

@@ -1,0 +1,115 @@
+public import Foundation
+
+/// A successful token response (RFC 6749 §5.1, OpenID Connect Core §3.1.3.3).
+///
+/// `expires_in` is accepted as a number or as a string holding one, because providers send both.
+/// Fields this type does not model are kept in ``additionalFields``.
+public struct TokenResponse: Sendable, Hashable {
+    /// `access_token`.
+    public var accessToken: String
+    /// `token_type`.
+    public var tokenType: String
+    /// `expires_in`, in seconds.
+    public var expiresIn: TimeInterval?
+    /// `refresh_token`.
+    public var refreshToken: String?
+    /// `scope`.
+    public var scope: String?
+    /// `id_token`.
+    public var idToken: String?
+    /// `device_secret` (OpenID Connect Native SSO).
+    public var deviceSecret: String?
+    /// Every other field of the response, as it came.
+    public var additionalFields: [String: JSONValue]
+
+    /// Decodes a token response from the JSON body of a token endpoint's answer.
+    ///
+    /// - Throws: ``TokenResponseError`` when the body is not a JSON object or a required field
+    ///   is missing or of the wrong type. The error never quotes the body.
+    public init(decoding body: some DataProtocol) throws(TokenResponseError) {
+        let fields: [String: JSONValue]
+        do {
+            fields = try JSONDecoder().decode([String: JSONValue].self, from: Data(body))
+        } catch {
+            throw .notJSONObject
+        }
+        try self.init(fields: fields)
+    }
+
+    /// Builds a token response from the fields of a decoded JSON object.
+    public init(fields: [String: JSONValue]) throws(TokenResponseError) {
+        var rest = fields
+        func take(_ name: String) -> JSONValue? {
+            guard let value = rest.removeValue(forKey: name), value != .null else { return nil }
+            return value
+        }
+        func string(_ name: String) throws(TokenResponseError) -> String? {
+            guard let value = take(name) else { return nil }
+            guard let string = value.stringValue else { throw .invalidField(name) }
+            return string
+        }
+        guard let accessToken = try string("access_token"), !accessToken.isEmpty else {
+            throw .missingField("access_token")
+        }
+        guard let tokenType = try string("token_type"), !tokenType.isEmpty else {
+            throw .missingField("token_type")
+        }
+        self.accessToken = accessToken
+        self.tokenType = tokenType
+        if let value = take("expires_in") {
+            guard let seconds = value.doubleValue, seconds.isFinite, seconds >= 0 else {
+                throw .invalidField("expires_in")
+            }
+            expiresIn = seconds
+        }
+        refreshToken = try string("refresh_token")
+        scope = try string("scope")
+        idToken = try string("id_token")
+        deviceSecret = try string("device_secret")
+        additionalFields = rest
+    }
+}
+
+extension TokenResponse: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// Names the fields present, never their values.
+    public var description: String {
+        var present = ["access_token"]
+        if refreshToken != nil { present.append("refresh_token") }
+        if idToken != nil { present.append("id_token") }
+        if deviceSecret != nil { present.append("device_secret") }
+        present += additionalFields.keys.sorted()
+        return "TokenResponse(token_type: \(tokenType), fields: [\(present.joined(separator: ", "))])"
+    }
+
+    /// Same as `description`.
+    public var debugDescription: String { description }
+
+    /// A mirror without token values.
+    public var customMirror: Mirror { Mirror(self, children: ["summary": description]) }
+}
+
+/// Why a token response could not be read.
+public struct TokenResponseError: Error, Sendable, Hashable, CustomStringConvertible {
+    private enum Code: Hashable, Sendable {
+        case notJSONObject
+        case missingField(String)
+        case invalidField(String)
+    }
+
+    private let code: Code
+
+    /// The body is not a JSON object.
+    public static let notJSONObject = TokenResponseError(code: .notJSONObject)
+    /// A required field is absent or empty.
+    public static func missingField(_ name: String) -> TokenResponseError { .init(code: .missingField(name)) }
+    /// A field has the wrong type or an impossible value.
+    public static func invalidField(_ name: String) -> TokenResponseError { .init(code: .invalidField(name)) }
+
+    public var description: String {
+        switch code {
+        case .notJSONObject: return "The token response is not a JSON object."
+        case .missingField(let name): return "The token response has no \(name)."
+        case .invalidField(let name): return "The token response's \(name) has the wrong type or value."
+        }
+    }
+}

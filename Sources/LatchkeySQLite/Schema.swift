@@ -1,0 +1,73 @@
+import Foundation
+import GRDB
+import Latchkey
+
+/// The database schema and its migrations.
+///
+/// Migrations are numbered by `PRAGMA user_version` and applied inside one `BEGIN IMMEDIATE`
+/// transaction: two processes opening a new store at the same moment cannot both apply them.
+/// (GRDB's `DatabaseMigrator` reads which migrations were applied before it takes the write
+/// lock, so two processes could race there.)
+enum Schema {
+    /// The migrations, in order; migration `n` brings the database to version `n + 1`.
+    static let migrations: [@Sendable (Database) throws -> Void] = [
+        { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE credential (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        subject TEXT,
+                        username TEXT,
+                        email TEXT,
+                        issuer TEXT NOT NULL,
+                        metadata TEXT NOT NULL,
+                        sealed_token BLOB NOT NULL,
+                        created_at REAL NOT NULL,
+                        updated_at REAL NOT NULL
+                    );
+                    CREATE INDEX credential_subject ON credential(subject);
+                    CREATE INDEX credential_username ON credential(username);
+                    CREATE INDEX credential_email ON credential(email);
+                    CREATE INDEX credential_issuer ON credential(issuer);
+                    CREATE TABLE setting (
+                        name TEXT PRIMARY KEY NOT NULL,
+                        value BLOB
+                    );
+                    """)
+        }
+    ]
+
+    static var currentVersion: Int { migrations.count }
+
+    /// Brings the database up to ``currentVersion``, and checks (or, in a new store, records)
+    /// that `sealer` holds the store's key.
+    static func migrate(_ db: Database, path: String, keyPath: String?, sealer: Sealer) throws {
+        try db.inTransaction(.immediate) {
+            let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
+            guard version <= currentVersion else {
+                throw StorageError(
+                    .unsupportedSchema, path: path,
+                    reason: "The credential database has schema version \(version); this Latchkey reads up to \(currentVersion). Use a newer Latchkey.")
+            }
+            for migration in migrations[version...] { try migration(db) }
+            if version < currentVersion { try db.execute(sql: "PRAGMA user_version = \(currentVersion)") }
+            try checkKey(db, path: path, keyPath: keyPath, sealer: sealer)
+            return .commit
+        }
+    }
+
+    private static func checkKey(_ db: Database, path: String, keyPath: String?, sealer: Sealer) throws {
+        let stored = try Data?.fetchOne(db, sql: "SELECT value FROM setting WHERE name = 'key_check'") ?? nil
+        guard let stored else {
+            let sealed = try sealer.seal(Sealer.keyCheckPlaintext, context: Sealer.keyCheckContext)
+            try db.execute(sql: "INSERT INTO setting (name, value) VALUES ('key_check', ?)", arguments: [sealed])
+            return
+        }
+        guard sealer.open(stored, context: Sealer.keyCheckContext) == Sealer.keyCheckPlaintext else {
+            let source = keyPath.map { "The key in \($0)" } ?? "The key given"
+            throw StorageError(
+                .wrongKey, path: keyPath ?? path,
+                reason: "\(source) is not the key of the credential database at \(path); the stored tokens cannot be opened with it.")
+        }
+    }
+}

@@ -1,0 +1,142 @@
+import Foundation
+import Latchkey
+import Testing
+
+@Suite("Credential store")
+struct CredentialStoreTests {
+    func withStore(_ backend: Backend, _ body: (CredentialStore) async throws -> Void) async throws {
+        let (storage, folder) = try backend.makeStorage()
+        defer { folder?.cleanUp() }
+        try await body(CredentialStore(storage: storage))
+    }
+
+    @Test("reads account metadata from the ID token and keeps tags", arguments: Backend.allCases)
+    func metadata(backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let stored = try await store.add(Fixtures.token(user: "alice"), tags: ["team": "blue"])
+            let metadata = try #require(try await store.credential(for: stored.id)).metadata
+            #expect(metadata.subject == "sub-alice")
+            #expect(metadata.preferredUsername == "alice")
+            #expect(metadata.email == "alice@example.com")
+            #expect(metadata.name == "Alice Example")
+            #expect(metadata.issuer == Fixtures.provider.issuer)
+            #expect(metadata.clientID == Fixtures.provider.clientID)
+            #expect(metadata.tags == ["team": "blue"])
+        }
+    }
+
+    @Test("a token with no ID token still gets issuer and client id")
+    func metadataWithoutIDToken() async throws {
+        let store = CredentialStore.inMemory()
+        var token = Fixtures.token(user: "x")
+        token.idToken = nil
+        let stored = try await store.add(token)
+        #expect(stored.metadata == CredentialMetadata(issuer: Fixtures.provider.issuer, clientID: Fixtures.provider.clientID))
+    }
+
+    @Test("the first credential becomes the default; later ones only when asked", arguments: Backend.allCases)
+    func firstBecomesDefault(backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let alice = try await store.add(Fixtures.token(user: "alice"))
+            let bob = try await store.add(Fixtures.token(user: "bob"))
+            #expect(try await store.default?.id == alice.id)
+            let carol = try await store.add(Fixtures.token(user: "carol"), makeDefault: true)
+            #expect(try await store.default?.id == carol.id)
+            try await store.setDefault(bob.id)
+            #expect(try await store.default?.id == bob.id)
+        }
+    }
+
+    @Test("removing the default sets it to nil with no silent promotion", arguments: Backend.allCases)
+    func removingDefault(backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let alice = try await store.add(Fixtures.token(user: "alice"))
+            let bob = try await store.add(Fixtures.token(user: "bob"))
+            #expect(try await store.remove(alice.id))
+            #expect(try await store.default == nil)
+            #expect(try await store.all().map(\.id) == [bob.id])
+            #expect(try await store.remove(alice.id) == false)
+        }
+    }
+
+    @Test("assigning the default, even to nil, never removes a credential", arguments: Backend.allCases)
+    func assigningDefault(backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let alice = try await store.add(Fixtures.token(user: "alice"))
+            let bob = try await store.add(Fixtures.token(user: "bob"))
+            try await store.setDefault(nil)
+            try await store.setDefault(bob.id)
+            try await store.setDefault(nil)
+            #expect(try await store.all().map(\.id) == [alice.id, bob.id])
+            let error = await #expect(throws: StorageError.self) { try await store.setDefault(CredentialID()) }
+            #expect(error?.code == .credentialNotFound)
+        }
+    }
+
+    @Test("find(where:) and indexed find", arguments: Backend.allCases)
+    func finding(backend: Backend) async throws {
+        try await withStore(backend) { store in
+            _ = try await store.add(Fixtures.token(user: "alice"), tags: ["role": "admin"])
+            let bob = try await store.add(Fixtures.token(user: "bob"))
+            #expect(try await store.find(where: { $0.tags["role"] == "admin" }).map(\.metadata.preferredUsername) == ["alice"])
+            #expect(try await store.find(.email("bob@example.com")).map(\.id) == [bob.id])
+        }
+    }
+
+    @Test("update keeps tags, re-reads claims, and keeps claims when the new token has no ID token", arguments: Backend.allCases)
+    func updating(backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let alice = try await store.add(Fixtures.token(user: "alice"), tags: ["k": "v"])
+            var refreshed = Fixtures.token(user: "alice", email: "alice@new.example")
+            _ = try await store.update(alice.id, token: refreshed)
+            var now = try #require(try await store.credential(for: alice.id))
+            #expect(now.metadata.email == "alice@new.example")
+            #expect(now.metadata.tags == ["k": "v"])
+            #expect(now.token == refreshed)
+            refreshed.idToken = nil
+            refreshed.accessToken = "SECRET-ACCESS-2"
+            _ = try await store.update(alice.id, token: refreshed)
+            now = try #require(try await store.credential(for: alice.id))
+            #expect(now.metadata.email == "alice@new.example")
+            #expect(now.token.accessToken == "SECRET-ACCESS-2")
+            let error = await #expect(throws: StorageError.self) { try await store.update(CredentialID(), token: refreshed) }
+            #expect(error?.code == .credentialNotFound)
+        }
+    }
+
+    @Test("publishes added, updated, removed and defaultChanged events in order", arguments: Backend.allCases)
+    func events(backend: Backend) async throws {
+        try await withStore(backend) { store in
+            var iterator = store.changes.makeAsyncIterator()
+            let alice = try await store.add(Fixtures.token(user: "alice"))
+            let bob = try await store.add(Fixtures.token(user: "bob"))
+            try await store.setDefault(bob.id)
+            try await store.setDefault(bob.id)  // unchanged: no event
+            _ = try await store.setTags(["x": "y"], for: alice.id)
+            try await store.remove(bob.id)
+            try await store.remove(alice.id)
+            var received: [CredentialStoreEvent] = []
+            for _ in 0..<8 {
+                guard let event = await iterator.next() else { break }
+                received.append(event)
+            }
+            #expect(
+                received == [
+                    .added(alice.id), .defaultChanged(alice.id), .added(bob.id), .defaultChanged(bob.id),
+                    .updated(alice.id), .removed(bob.id), .defaultChanged(nil), .removed(alice.id),
+                ])
+        }
+    }
+
+    @Test("a stored credential's description shows the account, never a token")
+    func storedDescription() async throws {
+        let store = CredentialStore.inMemory()
+        let stored = try await store.add(Fixtures.token(user: "alice", deviceSecret: true))
+        var dumped = ""
+        dump(stored, to: &dumped)
+        for text in [stored.description, String(reflecting: stored), dumped] {
+            #expect(!text.contains("SECRET-"))
+        }
+        #expect(stored.description.contains("alice"))
+    }
+}

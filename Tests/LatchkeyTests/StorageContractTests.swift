@@ -1,0 +1,110 @@
+import Foundation
+import Latchkey
+import Testing
+
+/// The contract every `CredentialStorage` backend keeps, run against each one.
+@Suite("Storage contract")
+struct StorageContractTests {
+    func credential(_ user: String, created: TimeInterval = 0) -> StoredCredential {
+        let token = Fixtures.token(user: user)
+        let date = Date(timeIntervalSince1970: 1_800_000_000 + created)
+        return StoredCredential(
+            id: CredentialID(), token: token, metadata: CredentialMetadata(token: token, tags: ["t": user]),
+            createdAt: date, updatedAt: date)
+    }
+
+    func withStorage(_ backend: Backend, _ body: (any CredentialStorage) async throws -> Void) async throws {
+        let (storage, folder) = try backend.makeStorage()
+        defer { folder?.cleanUp() }
+        try await body(storage)
+    }
+
+    @Test("inserts, reads back, lists oldest first", arguments: Backend.allCases)
+    func insertAndRead(backend: Backend) async throws {
+        try await withStorage(backend) { storage in
+            #expect(try await storage.all().isEmpty)
+            let alice = credential("alice", created: 0)
+            let bob = credential("bob", created: 1)
+            try await storage.insert(alice)
+            try await storage.insert(bob)
+            #expect(try await storage.credential(for: alice.id) == alice)
+            #expect(try await storage.credential(for: CredentialID()) == nil)
+            #expect(try await storage.all().map(\.id) == [alice.id, bob.id])
+        }
+    }
+
+    @Test("rejects a duplicate identifier and leaves the first credential", arguments: Backend.allCases)
+    func duplicate(backend: Backend) async throws {
+        try await withStorage(backend) { storage in
+            let alice = credential("alice")
+            try await storage.insert(alice)
+            var copy = credential("mallory")
+            copy = StoredCredential(id: alice.id, token: copy.token, metadata: copy.metadata, createdAt: copy.createdAt, updatedAt: copy.updatedAt)
+            let error = await #expect(throws: StorageError.self) { try await storage.insert(copy) }
+            #expect(error?.code == .duplicateCredential)
+            #expect(try await storage.credential(for: alice.id) == alice)
+        }
+    }
+
+    @Test("updates in place; updating a missing credential fails", arguments: Backend.allCases)
+    func update(backend: Backend) async throws {
+        try await withStorage(backend) { storage in
+            var alice = credential("alice")
+            try await storage.insert(alice)
+            alice.token.accessToken = "SECRET-NEW"
+            alice.metadata.tags = ["role": "admin"]
+            try await storage.update(alice)
+            #expect(try await storage.credential(for: alice.id) == alice)
+            let error = await #expect(throws: StorageError.self) { try await storage.update(credential("ghost")) }
+            #expect(error?.code == .credentialNotFound)
+            #expect(try await storage.all().count == 1)
+        }
+    }
+
+    @Test("finds by subject, username, email and issuer", arguments: Backend.allCases)
+    func indexedQueries(backend: Backend) async throws {
+        try await withStorage(backend) { storage in
+            let alice = credential("alice")
+            let bob = credential("bob", created: 1)
+            try await storage.insert(alice)
+            try await storage.insert(bob)
+            #expect(try await storage.credentials(matching: .subject("sub-bob")).map(\.id) == [bob.id])
+            #expect(try await storage.credentials(matching: .username("alice")).map(\.id) == [alice.id])
+            #expect(try await storage.credentials(matching: .email("bob@example.com")).map(\.id) == [bob.id])
+            #expect(try await storage.credentials(matching: .email("BOB@example.com")).isEmpty)
+            #expect(try await storage.credentials(matching: .issuer(Fixtures.provider.issuer)).count == 2)
+            #expect(try await storage.credentials(matching: .username("carol")).isEmpty)
+        }
+    }
+
+    @Test("deleting the default clears it; deleting another keeps it", arguments: Backend.allCases)
+    func deleteAndDefault(backend: Backend) async throws {
+        try await withStorage(backend) { storage in
+            let alice = credential("alice")
+            let bob = credential("bob", created: 1)
+            try await storage.insert(alice)
+            try await storage.insert(bob)
+            try await storage.setDefaultCredentialID(alice.id)
+            #expect(try await storage.delete(bob.id) == StorageDeletion(deleted: true, clearedDefault: false))
+            #expect(try await storage.defaultCredentialID() == alice.id)
+            #expect(try await storage.delete(alice.id) == StorageDeletion(deleted: true, clearedDefault: true))
+            #expect(try await storage.defaultCredentialID() == nil)
+            #expect(try await storage.delete(alice.id) == StorageDeletion(deleted: false, clearedDefault: false))
+        }
+    }
+
+    @Test("setting the default, even to nil, removes nothing; an unknown id is refused", arguments: Backend.allCases)
+    func defaultAssignment(backend: Backend) async throws {
+        try await withStorage(backend) { storage in
+            let alice = credential("alice")
+            try await storage.insert(alice)
+            try await storage.setDefaultCredentialID(alice.id)
+            try await storage.setDefaultCredentialID(nil)
+            #expect(try await storage.defaultCredentialID() == nil)
+            #expect(try await storage.all().count == 1)
+            let error = await #expect(throws: StorageError.self) { try await storage.setDefaultCredentialID(CredentialID()) }
+            #expect(error?.code == .credentialNotFound)
+            #expect(try await storage.defaultCredentialID() == nil)
+        }
+    }
+}

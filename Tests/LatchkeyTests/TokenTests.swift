@@ -1,0 +1,97 @@
+import Foundation
+import Latchkey
+import Testing
+
+@Suite("Token model")
+struct TokenTests {
+    let issuedAt = Date(timeIntervalSince1970: 1_800_000_000)
+
+    @Test("decodes an RFC 6749 token response with expires_in as a number")
+    func decodesNumericExpiry() throws {
+        let body = """
+            {"access_token":"AT-1","token_type":"Bearer","expires_in":3600,"refresh_token":"RT-1",
+             "scope":"openid profile","id_token":"a.b.c","device_secret":"DS-1"}
+            """
+        let response = try TokenResponse(decoding: Data(body.utf8))
+        let token = Token(response: response, issuedAt: issuedAt, provider: Fixtures.provider)
+        #expect(token.accessToken == "AT-1")
+        #expect(token.refreshToken == "RT-1")
+        #expect(token.idToken == "a.b.c")
+        #expect(token.deviceSecret == "DS-1")
+        #expect(token.scopes == ["openid", "profile"])
+        #expect(token.expiresAt == issuedAt.addingTimeInterval(3600))
+        #expect(token.kinds == [.accessToken, .refreshToken, .idToken, .deviceSecret])
+    }
+
+    @Test("decodes expires_in sent as a string, and keeps unknown fields")
+    func decodesStringExpiryAndKeepsUnknownFields() throws {
+        let body = #"{"access_token":"AT","token_type":"bearer","expires_in":"120","session_state":"xyz","ext":{"a":[1,true,null]}}"#
+        let response = try TokenResponse(decoding: Data(body.utf8))
+        #expect(response.expiresIn == 120)
+        #expect(response.additionalFields["session_state"] == .string("xyz"))
+        #expect(response.additionalFields["ext"] == .object(["a": .array([.number(1), .bool(true), .null])]))
+        let token = Token(response: response, issuedAt: issuedAt, provider: Fixtures.provider)
+        #expect(token.additionalFields.keys.sorted() == ["ext", "session_state"])
+        #expect(token.expires(within: 121, at: issuedAt))
+        #expect(!token.isExpired(at: issuedAt.addingTimeInterval(119)))
+        #expect(token.isExpired(at: issuedAt.addingTimeInterval(120)))
+    }
+
+    @Test(
+        "rejects malformed token responses with a typed error",
+        arguments: [
+            (#"not json"#, TokenResponseError.notJSONObject),
+            (#"[1,2]"#, .notJSONObject),
+            (#"{"token_type":"Bearer"}"#, .missingField("access_token")),
+            (#"{"access_token":"","token_type":"Bearer"}"#, .missingField("access_token")),
+            (#"{"access_token":"AT"}"#, .missingField("token_type")),
+            (#"{"access_token":7,"token_type":"Bearer"}"#, .invalidField("access_token")),
+            (#"{"access_token":"AT","token_type":"Bearer","expires_in":"soon"}"#, .invalidField("expires_in")),
+            (#"{"access_token":"AT","token_type":"Bearer","expires_in":-5}"#, .invalidField("expires_in")),
+            (#"{"access_token":"AT","token_type":"Bearer","refresh_token":{}}"#, .invalidField("refresh_token")),
+        ])
+    func rejectsMalformedResponses(body: String, expected: TokenResponseError) {
+        #expect(throws: expected) { try TokenResponse(decoding: Data(body.utf8)) }
+    }
+
+    @Test("a token without expires_in never expires locally")
+    func noExpiry() throws {
+        let response = try TokenResponse(decoding: Data(#"{"access_token":"AT","token_type":"Bearer"}"#.utf8))
+        let token = Token(response: response, issuedAt: issuedAt, provider: Fixtures.provider)
+        #expect(token.expiresAt == nil)
+        #expect(!token.isExpired(at: .distantFuture))
+    }
+
+    @Test("description, debugDescription and dump never show a token value")
+    func redaction() throws {
+        let token = Fixtures.token(user: "alice", deviceSecret: true)
+        var dumped = ""
+        dump(token, to: &dumped)
+        let response = try TokenResponse(
+            decoding: Data(
+                #"{"access_token":"SECRET-A","token_type":"Bearer","refresh_token":"SECRET-R","id_token":"SECRET-I","session_token":"SECRET-S"}"#
+                    .utf8))
+        var dumpedResponse = ""
+        dump(response, to: &dumpedResponse)
+        let texts = [
+            token.description, token.debugDescription, String(describing: token), String(reflecting: token), dumped,
+            "\(token)", response.description, response.debugDescription, dumpedResponse,
+            String(describing: JSONValue.string("SECRET-S")), String(reflecting: response.additionalFields),
+        ]
+        let secrets = [token.accessToken, token.refreshToken, token.idToken, token.deviceSecret].compactMap { $0 }
+        for text in texts {
+            for secret in secrets + ["SECRET-"] {
+                #expect(!text.contains(secret), "\(text.prefix(80)) shows a token")
+            }
+        }
+        #expect(token.description.contains("refresh_token"))
+    }
+
+    @Test("a token survives encoding and decoding unchanged")
+    func codableRoundTrip() throws {
+        var token = Fixtures.token(user: "alice", deviceSecret: true)
+        token.additionalFields = ["x": .number(1.5)]
+        let decoded = try JSONDecoder().decode(Token.self, from: JSONEncoder().encode(token))
+        #expect(decoded == token)
+    }
+}
