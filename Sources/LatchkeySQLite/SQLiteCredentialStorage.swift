@@ -30,7 +30,7 @@ public final class SQLiteCredentialStorage: CredentialStorage {
     public let path: String
     /// The path of the key file, when the key came from one.
     public let keyPath: String?
-    private let pool: DatabasePool
+    private let pool: DatabaseQueue
     private let sealer: Sealer
     private let logger: Logger
 
@@ -64,10 +64,21 @@ public final class SQLiteCredentialStorage: CredentialStorage {
         var configuration = Configuration()
         configuration.label = "latchkey"
         configuration.busyMode = .timeout(30)
+        // WAL lets readers in other processes go on while one process writes. It is set here
+        // rather than with GRDB's `journalMode = .wal`, which writes a dummy table to the file
+        // on every open: a damaged database must be reported before anything writes to it.
+        // synchronous = NORMAL is SQLite's advice for WAL: a commit survives a crash of the
+        // process; only a power loss may undo the last commits (never corrupting the file).
+        configuration.prepareDatabase { db in
+            _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL")
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+        }
         let keyPath = self.keyPath
         let sealer = self.sealer
         do {
-            pool = try DatabasePool(path: path, configuration: configuration)
+            // One serialized connection: the store's operations are short, and a pool's
+            // readers would need the dummy write described above.
+            pool = try DatabaseQueue(path: path, configuration: configuration)
             try pool.writeWithoutTransaction { db in
                 try Schema.migrate(db, path: path, keyPath: keyPath, sealer: sealer)
             }
@@ -75,6 +86,17 @@ public final class SQLiteCredentialStorage: CredentialStorage {
             throw Self.storageError(error, path: path)
         }
         self.logger.debug("credential store opened", metadata: ["path": "\(path)"])
+    }
+
+    /// Closes the database now, moving everything committed into the database file, instead
+    /// of when the storage is released. Any use after this throws.
+    public func close() throws(StorageError) {
+        do {
+            try pool.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
+            try pool.close()
+        } catch {
+            throw Self.storageError(error, path: path)
+        }
     }
 
     // MARK: CredentialStorage
@@ -199,7 +221,8 @@ public final class SQLiteCredentialStorage: CredentialStorage {
             id: credential.id.rawValue, subject: credential.metadata.subject,
             username: credential.metadata.preferredUsername, email: credential.metadata.email,
             issuer: credential.metadata.issuer, metadata: metadata, sealedToken: sealed,
-            createdAt: credential.createdAt.timeIntervalSince1970, updatedAt: credential.updatedAt.timeIntervalSince1970)
+            createdAt: credential.createdAt.timeIntervalSinceReferenceDate,
+            updatedAt: credential.updatedAt.timeIntervalSinceReferenceDate)
     }
 
     private func decode(_ row: Row) throws -> StoredCredential {
@@ -218,8 +241,8 @@ public final class SQLiteCredentialStorage: CredentialStorage {
         guard let token = try? JSONDecoder().decode(Token.self, from: plaintext) else { throw corrupt }
         return StoredCredential(
             id: id, token: token, metadata: metadata,
-            createdAt: Date(timeIntervalSince1970: try row.decode(Double.self, atIndex: 3)),
-            updatedAt: Date(timeIntervalSince1970: try row.decode(Double.self, atIndex: 4)))
+            createdAt: Date(timeIntervalSinceReferenceDate: try row.decode(Double.self, atIndex: 3)),
+            updatedAt: Date(timeIntervalSinceReferenceDate: try row.decode(Double.self, atIndex: 4)))
     }
 
     private static func sealContext(_ id: CredentialID) -> String { "latchkey.credential:\(id.rawValue)" }

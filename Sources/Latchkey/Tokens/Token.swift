@@ -161,8 +161,8 @@ extension Token: Codable {
         idToken = try container.decodeIfPresent(String.self, forKey: .idToken)
         deviceSecret = try container.decodeIfPresent(String.self, forKey: .deviceSecret)
         scopes = try container.decodeIfPresent([String].self, forKey: .scopes)
-        issuedAt = Date(timeIntervalSince1970: try container.decode(Double.self, forKey: .issuedAt))
-        expiresAt = try container.decodeIfPresent(Double.self, forKey: .expiresAt).map(Date.init(timeIntervalSince1970:))
+        issuedAt = try container.decode(Date.self, forKey: .issuedAt)
+        expiresAt = try container.decodeIfPresent(Date.self, forKey: .expiresAt)
         provider = try container.decode(ProviderIdentity.self, forKey: .provider)
         additionalFields = try container.decodeIfPresent([String: JSONValue].self, forKey: .additionalFields) ?? [:]
     }
@@ -175,8 +175,8 @@ extension Token: Codable {
         try container.encodeIfPresent(idToken, forKey: .idToken)
         try container.encodeIfPresent(deviceSecret, forKey: .deviceSecret)
         try container.encodeIfPresent(scopes, forKey: .scopes)
-        try container.encode(issuedAt.timeIntervalSince1970, forKey: .issuedAt)
-        try container.encodeIfPresent(expiresAt?.timeIntervalSince1970, forKey: .expiresAt)
+        try container.encode(issuedAt, forKey: .issuedAt)
+        try container.encodeIfPresent(expiresAt, forKey: .expiresAt)
         try container.encode(provider, forKey: .provider)
         if !additionalFields.isEmpty { try container.encode(additionalFields, forKey: .additionalFields) }
     }

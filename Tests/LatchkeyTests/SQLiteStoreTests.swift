@@ -1,0 +1,257 @@
+import Crypto
+import Foundation
+import Latchkey
+import LatchkeySQLite
+import Testing
+
+@Suite("SQLite store")
+struct SQLiteStoreTests {
+    func mode(_ path: String) throws -> Int {
+        let attributes = try FileManager.default.attributesOfItem(atPath: path)
+        return (attributes[.posixPermissions] as? NSNumber)?.intValue ?? -1
+    }
+
+    /// Every file in `folder` with its bytes, to show that a failed open changed nothing.
+    /// SQLite's own WAL and shared-memory files are left out: SQLite creates them on opening.
+    func snapshot(_ folder: TemporaryFolder) throws -> [String: Data] {
+        var files: [String: Data] = [:]
+        for name in try FileManager.default.contentsOfDirectory(atPath: folder.path)
+        where !name.hasSuffix("-wal") && !name.hasSuffix("-shm") {
+            files[name] = FileManager.default.contents(atPath: folder.file(name))
+        }
+        return files
+    }
+
+    @Test("creates the folder 0700, the database and key file 0600, the key 32 bytes")
+    func permissions() async throws {
+        let root = try TemporaryFolder()
+        defer { root.cleanUp() }
+        let folder = root.file("nested/home")
+        let path = (folder as NSString).appendingPathComponent("credentials.sqlite")
+        let store = try await CredentialStore.sqlite(at: path)
+        try await store.add(Fixtures.token(user: "alice"))
+        #expect(try mode(folder) == 0o700)
+        #expect(try mode(path) == 0o600)
+        #expect(try mode(path + ".key") == 0o600)
+        #expect(FileManager.default.contents(atPath: path + ".key")?.count == 32)
+        for name in try FileManager.default.contentsOfDirectory(atPath: folder) {
+            #expect(try mode((folder as NSString).appendingPathComponent(name)) == 0o600, "\(name)")
+        }
+    }
+
+    @Test("token values are sealed: no secret appears in any file of the store")
+    func sealedAtRest() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        let token = Fixtures.token(user: "alice", deviceSecret: true)
+        do {
+            let store = try await CredentialStore.sqlite(at: folder.file("credentials.sqlite"))
+            try await store.add(token)
+        }
+        let secrets = [token.accessToken, token.refreshToken, token.deviceSecret, token.idToken].compactMap { $0 }
+        for (name, bytes) in try snapshot(folder) {
+            for secret in secrets {
+                #expect(bytes.range(of: Data(secret.utf8)) == nil, "\(name) holds a token in the clear")
+            }
+        }
+    }
+
+    @Test("credentials and the default survive reopening")
+    func persistence() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        let path = folder.file("credentials.sqlite")
+        let alice = try await CredentialStore.sqlite(at: path).add(Fixtures.token(user: "alice"))
+        let bob = try await CredentialStore.sqlite(at: path).add(Fixtures.token(user: "bob"), makeDefault: true)
+        let reopened = try await CredentialStore.sqlite(at: path)
+        #expect(try await reopened.all() == [alice, bob])
+        #expect(try await reopened.default?.id == bob.id)
+    }
+
+    @Test("a key the caller passes in seals the store; no key file is written")
+    func callerKey() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        let path = folder.file("credentials.sqlite")
+        let key = SymmetricKey(size: .bits256)
+        let alice = try await CredentialStore.sqlite(at: path, key: .key(key)).add(Fixtures.token(user: "alice"))
+        #expect(!FileManager.default.fileExists(atPath: path + ".key"))
+        #expect(try await CredentialStore.sqlite(at: path, key: .key(key)).all() == [alice])
+        let error = #expect(throws: StorageError.self) {
+            _ = try SQLiteCredentialStorage(path: path, key: .key(SymmetricKey(size: .bits128)))
+        }
+        #expect(error?.code == .invalidKeyFile)
+    }
+
+    @Test("a corrupt database is reported with its path and left untouched")
+    func corruptDatabase() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        let path = folder.file("credentials.sqlite")
+        _ = try await CredentialStore.sqlite(at: path).add(Fixtures.token(user: "alice"))
+        var bytes = try #require(FileManager.default.contents(atPath: path))
+        bytes.replaceSubrange(0..<16, with: Data("this is garbage!".utf8))
+        try bytes.write(to: URL(fileURLWithPath: path))
+        let before = try snapshot(folder)
+        let error = #expect(throws: StorageError.self) { _ = try SQLiteCredentialStorage(path: path) }
+        #expect(error?.code == .corruptDatabase)
+        #expect(error?.path == path)
+        #expect(error?.description.contains(path) == true)
+        #expect(try snapshot(folder) == before)
+    }
+
+    @Test("a database with damaged pages is reported, not wiped")
+    func damagedPages() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        let path = folder.file("credentials.sqlite")
+        do {
+            let storage = try SQLiteCredentialStorage(path: path)
+            let store = CredentialStore(storage: storage)
+            for index in 0..<50 { try await store.add(Fixtures.token(user: "user\(index)")) }
+            try storage.close()
+        }
+
+        var bytes = try #require(FileManager.default.contents(atPath: path))
+        #expect(bytes.count > 8192)
+        // Overwrite every page after the first two with noise.
+        bytes.replaceSubrange(8192..<bytes.count, with: Data(repeating: 0xA5, count: bytes.count - 8192))
+        try bytes.write(to: URL(fileURLWithPath: path))
+        let before = try snapshot(folder)
+        let error = await #expect(throws: StorageError.self) {
+            _ = try await SQLiteCredentialStorage(path: path).all()
+        }
+        #expect(error?.code == .corruptDatabase)
+        #expect(try snapshot(folder) == before)
+    }
+
+    @Test("a wrong key is reported, naming the key file, and nothing changes")
+    func wrongKeyFile() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        let path = folder.file("credentials.sqlite")
+        let alice = try await CredentialStore.sqlite(at: path).add(Fixtures.token(user: "alice"))
+        let original = FileManager.default.contents(atPath: path + ".key")
+        try Data(repeating: 7, count: 32).write(to: URL(fileURLWithPath: path + ".key"))
+        let before = try snapshot(folder)
+        let error = #expect(throws: StorageError.self) { _ = try SQLiteCredentialStorage(path: path) }
+        #expect(error?.code == .wrongKey)
+        #expect(error?.path == path + ".key")
+        // SQLite may move committed pages from the WAL into the database file when the failed
+        // connection closes; what must hold is that the key is untouched and nothing is lost.
+        #expect(try snapshot(folder)["credentials.sqlite.key"] == before["credentials.sqlite.key"])
+        let given = #expect(throws: StorageError.self) {
+            _ = try SQLiteCredentialStorage(path: path, key: .key(SymmetricKey(size: .bits256)))
+        }
+        #expect(given?.code == .wrongKey)
+        #expect(given?.description.contains(path) == true)
+        try #require(original).write(to: URL(fileURLWithPath: path + ".key"))
+        #expect(try await SQLiteCredentialStorage(path: path).all() == [alice])
+    }
+
+    @Test("a truncated key file is reported, naming it, and nothing changes")
+    func truncatedKeyFile() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        let path = folder.file("credentials.sqlite")
+        _ = try await CredentialStore.sqlite(at: path).add(Fixtures.token(user: "alice"))
+        let key = try #require(FileManager.default.contents(atPath: path + ".key"))
+        try key.prefix(20).write(to: URL(fileURLWithPath: path + ".key"))
+        let before = try snapshot(folder)
+        let error = #expect(throws: StorageError.self) { _ = try SQLiteCredentialStorage(path: path) }
+        #expect(error?.code == .invalidKeyFile)
+        #expect(error?.path == path + ".key")
+        #expect(error?.description.contains("20 bytes") == true)
+        #expect(try snapshot(folder) == before)
+        // Restoring the key brings every credential back.
+        try key.write(to: URL(fileURLWithPath: path + ".key"))
+        #expect(try await SQLiteCredentialStorage(path: path).all().count == 1)
+    }
+
+    @Test("a missing key file for an existing database is reported; no new key is made")
+    func missingKeyFile() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        let path = folder.file("credentials.sqlite")
+        _ = try await CredentialStore.sqlite(at: path).add(Fixtures.token(user: "alice"))
+        try FileManager.default.removeItem(atPath: path + ".key")
+        let before = try snapshot(folder)
+        let error = #expect(throws: StorageError.self) { _ = try SQLiteCredentialStorage(path: path) }
+        #expect(error?.code == .missingKeyFile)
+        #expect(error?.path == path + ".key")
+        #expect(try snapshot(folder) == before)
+    }
+
+    @Test("an unreadable folder is reported, naming it, and nothing is created")
+    func unreadableFolder() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        let path = folder.file("credentials.sqlite")
+        _ = try await CredentialStore.sqlite(at: path).add(Fixtures.token(user: "alice"))
+        let before = try snapshot(folder)
+        try FileManager.default.setAttributes([.posixPermissions: 0o000], ofItemAtPath: folder.path)
+        let error = #expect(throws: StorageError.self) { _ = try SQLiteCredentialStorage(path: path) }
+        try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: folder.path)
+        #expect(error?.code == .folderNotAccessible)
+        #expect(error?.path == folder.path)
+        #expect(error?.description.contains(folder.path) == true)
+        #expect(try snapshot(folder) == before)
+    }
+
+    @Test("a path whose folder is a file is reported")
+    func folderIsAFile() throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        try Data("x".utf8).write(to: URL(fileURLWithPath: folder.file("plain")))
+        let error = #expect(throws: StorageError.self) {
+            _ = try SQLiteCredentialStorage(path: folder.file("plain/credentials.sqlite"))
+        }
+        #expect(error?.code == .folderNotAccessible)
+    }
+
+    @Test("a database written by a newer schema is refused, not migrated down")
+    func newerSchema() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        let path = folder.file("credentials.sqlite")
+        _ = try await CredentialStore.sqlite(at: path).add(Fixtures.token(user: "alice"))
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["sqlite3", path, "PRAGMA user_version = 99"]
+        try process.run()
+        await process.exited()
+        try #require(process.terminationStatus == 0, "sqlite3 is needed for this test")
+        let error = #expect(throws: StorageError.self) { _ = try SQLiteCredentialStorage(path: path) }
+        #expect(error?.code == .unsupportedSchema)
+    }
+
+    @Test("a damaged record is reported by id; the rest of the store is not wiped")
+    func damagedRecord() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        let path = folder.file("credentials.sqlite")
+        let store = try await CredentialStore.sqlite(at: path)
+        let alice = try await store.add(Fixtures.token(user: "alice"))
+        let bob = try await store.add(Fixtures.token(user: "bob"))
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["sqlite3", path, "UPDATE credential SET sealed_token = x'00112233' WHERE id = '\(alice.id)'"]
+        try process.run()
+        await process.exited()
+        try #require(process.terminationStatus == 0, "sqlite3 is needed for this test")
+        let error = await #expect(throws: StorageError.self) { _ = try await store.all() }
+        #expect(error?.code == .corruptRecord)
+        #expect(error?.description.contains(alice.id.rawValue) == true)
+        #expect(try await store.credential(for: bob.id) == bob)
+    }
+}
+
+extension Process {
+    /// Waits for the process to end without blocking a thread.
+    func exited() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            terminationHandler = { _ in continuation.resume() }
+            if !isRunning { terminationHandler = nil; continuation.resume() }
+        }
+    }
+}
