@@ -54,7 +54,8 @@ public final class SQLiteCredentialStorage: CredentialStorage {
         case .key(let given):
             self.keyPath = nil
             guard given.bitCount == 256 else {
-                throw StorageError(.invalidKeyFile, reason: "The key given is \(given.bitCount) bits; Latchkey needs 256.")
+                throw StorageError(
+                    .invalidKeyFile, reason: "The key given is \(given.bitCount) bits; Latchkey needs 256.")
             }
             symmetricKey = given
         }
@@ -214,7 +215,8 @@ public final class SQLiteCredentialStorage: CredentialStorage {
             metadata = String(decoding: try JSONEncoder().encode(credential.metadata), as: UTF8.self)
             token = try JSONEncoder().encode(credential.token)
         } catch {
-            throw StorageError(.databaseFailure, reason: "The credential \(credential.id) could not be encoded.", underlying: error)
+            throw StorageError(
+                .databaseFailure, reason: "The credential \(credential.id) could not be encoded.", underlying: error)
         }
         let sealed = try sealer.seal(token, context: Self.sealContext(credential.id))
         return EncodedRow(
@@ -236,7 +238,8 @@ public final class SQLiteCredentialStorage: CredentialStorage {
         guard let plaintext = sealer.open(sealed, context: Self.sealContext(id)) else {
             throw StorageError(
                 .corruptRecord, path: path,
-                reason: "The stored credential \(id) cannot be opened with the store's key: its sealed data is damaged.")
+                reason: "The stored credential \(id) cannot be opened with the store's key: its sealed data is damaged."
+            )
         }
         guard let token = try? JSONDecoder().decode(Token.self, from: plaintext) else { throw corrupt }
         return StoredCredential(
@@ -261,7 +264,8 @@ public final class SQLiteCredentialStorage: CredentialStorage {
 
     /// Runs `body` in one `IMMEDIATE` transaction, so a write never fails on a stale snapshot
     /// when another process wrote in between.
-    private func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(StorageError) -> T {
+    private func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(StorageError) -> T
+    {
         do {
             return try await pool.writeWithoutTransaction { db in
                 var result: T?
@@ -269,7 +273,9 @@ public final class SQLiteCredentialStorage: CredentialStorage {
                     result = try body(db)
                     return .commit
                 }
-                guard let result else { throw StorageError(.databaseFailure, reason: "The transaction returned nothing.") }
+                guard let result else {
+                    throw StorageError(.databaseFailure, reason: "The transaction returned nothing.")
+                }
                 return result
             }
         } catch {
@@ -287,17 +293,20 @@ public final class SQLiteCredentialStorage: CredentialStorage {
         case .SQLITE_NOTADB, .SQLITE_CORRUPT:
             return StorageError(
                 .corruptDatabase, path: path,
-                reason: "The credential database is damaged or is not a SQLite database (SQLite error \(error.resultCode.rawValue)). It was left as it is.",
+                reason:
+                    "The credential database is damaged or is not a SQLite database (SQLite error \(error.resultCode.rawValue)). It was left as it is.",
                 underlying: error)
         case .SQLITE_CANTOPEN, .SQLITE_PERM, .SQLITE_READONLY, .SQLITE_AUTH:
             return StorageError(
                 .fileNotAccessible, path: path,
-                reason: "The credential database cannot be opened for reading and writing (SQLite error \(error.resultCode.rawValue)).",
+                reason:
+                    "The credential database cannot be opened for reading and writing (SQLite error \(error.resultCode.rawValue)).",
                 underlying: error)
         default:
             return StorageError(
                 .databaseFailure, path: path,
-                reason: "The credential database failed (SQLite error \(error.resultCode.rawValue)).", underlying: error)
+                reason: "The credential database failed (SQLite error \(error.resultCode.rawValue)).", underlying: error
+            )
         }
     }
 }

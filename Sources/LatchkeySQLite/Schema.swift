@@ -47,7 +47,9 @@ enum Schema {
             guard version <= currentVersion else {
                 throw StorageError(
                     .unsupportedSchema, path: path,
-                    reason: "The credential database has schema version \(version); this Latchkey reads up to \(currentVersion). Use a newer Latchkey.")
+                    reason:
+                        "The credential database has schema version \(version); this Latchkey reads up to \(currentVersion). Use a newer Latchkey."
+                )
             }
             for migration in migrations[version...] { try migration(db) }
             if version < currentVersion { try db.execute(sql: "PRAGMA user_version = \(currentVersion)") }
@@ -67,7 +69,9 @@ enum Schema {
             let source = keyPath.map { "The key in \($0)" } ?? "The key given"
             throw StorageError(
                 .wrongKey, path: keyPath ?? path,
-                reason: "\(source) is not the key of the credential database at \(path); the stored tokens cannot be opened with it.")
+                reason:
+                    "\(source) is not the key of the credential database at \(path); the stored tokens cannot be opened with it."
+            )
         }
     }
 }

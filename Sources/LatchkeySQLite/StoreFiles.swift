@@ -47,7 +47,8 @@ enum StoreFiles {
             let code = errno
             guard code == ENOENT else {
                 throw StorageError(
-                    .fileNotAccessible, path: path, reason: "The credential database cannot be examined: \(errorText(code)).")
+                    .fileNotAccessible, path: path,
+                    reason: "The credential database cannot be examined: \(errorText(code)).")
             }
             return false
         }
@@ -56,7 +57,8 @@ enum StoreFiles {
         }
         guard info.st_mode & (S_IRUSR | S_IWUSR) == (S_IRUSR | S_IWUSR), access(path, R_OK | W_OK) == 0 else {
             throw StorageError(
-                .fileNotAccessible, path: path, reason: "The credential database cannot be read and written by its owner.")
+                .fileNotAccessible, path: path,
+                reason: "The credential database cannot be read and written by its owner.")
         }
         return info.st_size > 0
     }
@@ -67,7 +69,9 @@ enum StoreFiles {
         let descriptor = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
             let code = errno
-            throw StorageError(.fileNotAccessible, path: path, reason: "The credential database cannot be created: \(errorText(code)).")
+            throw StorageError(
+                .fileNotAccessible, path: path, reason: "The credential database cannot be created: \(errorText(code))."
+            )
         }
         close(descriptor)
     }
@@ -79,11 +83,14 @@ enum StoreFiles {
         guard !databaseHasData else {
             throw StorageError(
                 .missingKeyFile, path: path,
-                reason: "The key file of an existing credential database is missing; without it the stored tokens cannot be opened.")
+                reason:
+                    "The key file of an existing credential database is missing; without it the stored tokens cannot be opened."
+            )
         }
         try createKey(at: path)
         guard let key = try readKey(at: path) else {
-            throw StorageError(.fileNotAccessible, path: path, reason: "The key file disappeared right after it was created.")
+            throw StorageError(
+                .fileNotAccessible, path: path, reason: "The key file disappeared right after it was created.")
         }
         return key
     }
@@ -94,7 +101,8 @@ enum StoreFiles {
         guard descriptor >= 0 else {
             let code = errno
             if code == ENOENT { return nil }
-            throw StorageError(.fileNotAccessible, path: path, reason: "The key file cannot be read: \(errorText(code)).")
+            throw StorageError(
+                .fileNotAccessible, path: path, reason: "The key file cannot be read: \(errorText(code)).")
         }
         defer { close(descriptor) }
         var buffer = [UInt8](repeating: 0, count: keyLength + 1)
@@ -106,7 +114,8 @@ enum StoreFiles {
             if count < 0 {
                 let code = errno
                 if code == EINTR { continue }
-                throw StorageError(.fileNotAccessible, path: path, reason: "The key file cannot be read: \(errorText(code)).")
+                throw StorageError(
+                    .fileNotAccessible, path: path, reason: "The key file cannot be read: \(errorText(code)).")
             }
             if count == 0 { break }
             total += count
@@ -114,7 +123,9 @@ enum StoreFiles {
         guard total == keyLength else {
             throw StorageError(
                 .invalidKeyFile, path: path,
-                reason: "The key file holds \(total > keyLength ? "more than \(keyLength)" : "\(total)") bytes; a Latchkey key file holds exactly \(keyLength).")
+                reason:
+                    "The key file holds \(total > keyLength ? "more than \(keyLength)" : "\(total)") bytes; a Latchkey key file holds exactly \(keyLength)."
+            )
         }
         return SymmetricKey(data: buffer[0..<keyLength])
     }
@@ -126,7 +137,8 @@ enum StoreFiles {
         let descriptor = open(temporary, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
             let code = errno
-            throw StorageError(.fileNotAccessible, path: path, reason: "The key file cannot be created: \(errorText(code)).")
+            throw StorageError(
+                .fileNotAccessible, path: path, reason: "The key file cannot be created: \(errorText(code)).")
         }
         defer { unlink(temporary) }
         let key = SymmetricKey(size: .bits256)
@@ -140,7 +152,8 @@ enum StoreFiles {
             let code = errno
             // Another process created the key first: use theirs.
             guard code == EEXIST else {
-                throw StorageError(.fileNotAccessible, path: path, reason: "The key file cannot be created: \(errorText(code)).")
+                throw StorageError(
+                    .fileNotAccessible, path: path, reason: "The key file cannot be created: \(errorText(code)).")
             }
         }
     }

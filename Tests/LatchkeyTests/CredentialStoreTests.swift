@@ -31,7 +31,9 @@ struct CredentialStoreTests {
         var token = Fixtures.token(user: "x")
         token.idToken = nil
         let stored = try await store.add(token)
-        #expect(stored.metadata == CredentialMetadata(issuer: Fixtures.provider.issuer, clientID: Fixtures.provider.clientID))
+        #expect(
+            stored.metadata
+                == CredentialMetadata(issuer: Fixtures.provider.issuer, clientID: Fixtures.provider.clientID))
     }
 
     @Test("the first credential becomes the default; later ones only when asked", arguments: Backend.allCases)
@@ -78,12 +80,17 @@ struct CredentialStoreTests {
         try await withStore(backend) { store in
             _ = try await store.add(Fixtures.token(user: "alice"), tags: ["role": "admin"])
             let bob = try await store.add(Fixtures.token(user: "bob"))
-            #expect(try await store.find(where: { $0.tags["role"] == "admin" }).map(\.metadata.preferredUsername) == ["alice"])
+            #expect(
+                try await store.find(where: { $0.tags["role"] == "admin" }).map(\.metadata.preferredUsername) == [
+                    "alice"
+                ])
             #expect(try await store.find(.email("bob@example.com")).map(\.id) == [bob.id])
         }
     }
 
-    @Test("update keeps tags, re-reads claims, and keeps claims when the new token has no ID token", arguments: Backend.allCases)
+    @Test(
+        "update keeps tags, re-reads claims, and keeps claims when the new token has no ID token",
+        arguments: Backend.allCases)
     func updating(backend: Backend) async throws {
         try await withStore(backend) { store in
             let alice = try await store.add(Fixtures.token(user: "alice"), tags: ["k": "v"])
@@ -99,7 +106,9 @@ struct CredentialStoreTests {
             now = try #require(try await store.credential(for: alice.id))
             #expect(now.metadata.email == "alice@new.example")
             #expect(now.token.accessToken == "SECRET-ACCESS-2")
-            let error = await #expect(throws: StorageError.self) { try await store.update(CredentialID(), token: refreshed) }
+            let error = await #expect(throws: StorageError.self) {
+                try await store.update(CredentialID(), token: refreshed)
+            }
             #expect(error?.code == .credentialNotFound)
         }
     }

@@ -235,7 +235,9 @@ struct SQLiteStoreTests {
         let bob = try await store.add(Fixtures.token(user: "bob"))
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["sqlite3", path, "UPDATE credential SET sealed_token = x'00112233' WHERE id = '\(alice.id)'"]
+        process.arguments = [
+            "sqlite3", path, "UPDATE credential SET sealed_token = x'00112233' WHERE id = '\(alice.id)'",
+        ]
         try process.run()
         await process.exited()
         try #require(process.terminationStatus == 0, "sqlite3 is needed for this test")
@@ -251,7 +253,10 @@ extension Process {
     func exited() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             terminationHandler = { _ in continuation.resume() }
-            if !isRunning { terminationHandler = nil; continuation.resume() }
+            if !isRunning {
+                terminationHandler = nil
+                continuation.resume()
+            }
         }
     }
 }

@@ -39,7 +39,9 @@ struct StorageContractTests {
             let alice = credential("alice")
             try await storage.insert(alice)
             var copy = credential("mallory")
-            copy = StoredCredential(id: alice.id, token: copy.token, metadata: copy.metadata, createdAt: copy.createdAt, updatedAt: copy.updatedAt)
+            copy = StoredCredential(
+                id: alice.id, token: copy.token, metadata: copy.metadata, createdAt: copy.createdAt,
+                updatedAt: copy.updatedAt)
             let error = await #expect(throws: StorageError.self) { try await storage.insert(copy) }
             #expect(error?.code == .duplicateCredential)
             #expect(try await storage.credential(for: alice.id) == alice)
@@ -102,7 +104,9 @@ struct StorageContractTests {
             try await storage.setDefaultCredentialID(nil)
             #expect(try await storage.defaultCredentialID() == nil)
             #expect(try await storage.all().count == 1)
-            let error = await #expect(throws: StorageError.self) { try await storage.setDefaultCredentialID(CredentialID()) }
+            let error = await #expect(throws: StorageError.self) {
+                try await storage.setDefaultCredentialID(CredentialID())
+            }
             #expect(error?.code == .credentialNotFound)
             #expect(try await storage.defaultCredentialID() == nil)
         }

@@ -25,7 +25,8 @@ struct TokenTests {
 
     @Test("decodes expires_in sent as a string, and keeps unknown fields")
     func decodesStringExpiryAndKeepsUnknownFields() throws {
-        let body = #"{"access_token":"AT","token_type":"bearer","expires_in":"120","session_state":"xyz","ext":{"a":[1,true,null]}}"#
+        let body =
+            #"{"access_token":"AT","token_type":"bearer","expires_in":"120","session_state":"xyz","ext":{"a":[1,true,null]}}"#
         let response = try TokenResponse(decoding: Data(body.utf8))
         #expect(response.expiresIn == 120)
         #expect(response.additionalFields["session_state"] == .string("xyz"))

@@ -1,7 +1,7 @@
 import Foundation
-import Testing
 import Latchkey
 import LatchkeySQLite
+import Testing
 
 /// Builders for test tokens and throwaway folders.
 enum Fixtures {
@@ -26,7 +26,9 @@ enum Fixtures {
         expiresIn: TimeInterval = 3600,
         deviceSecret: Bool = false
     ) -> Token {
-        var claims = ["sub": subject ?? "sub-\(user)", "preferred_username": user, "name": "\(user.capitalized) Example"]
+        var claims = [
+            "sub": subject ?? "sub-\(user)", "preferred_username": user, "name": "\(user.capitalized) Example",
+        ]
         claims["email"] = email ?? "\(user)@example.com"
         claims["iss"] = provider.issuer
         return Token(
@@ -46,7 +48,8 @@ struct TemporaryFolder: Sendable {
     let path: String
 
     init() throws {
-        path = FileManager.default.temporaryDirectory
+        path =
+            FileManager.default.temporaryDirectory
             .appendingPathComponent("latchkey-tests-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     }
