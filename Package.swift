@@ -16,6 +16,7 @@ let package = Package(
     products: [
         .library(name: "Latchkey", targets: ["Latchkey"]),
         .library(name: "LatchkeySQLite", targets: ["LatchkeySQLite"]),
+        .library(name: "LatchkeyDevProvider", targets: ["LatchkeyDevProvider"]),
         .executable(name: "latchkey", targets: ["latchkey"]),
     ],
     dependencies: [
@@ -23,6 +24,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.0"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.7.0"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
     ],
     targets: [
         .target(
@@ -43,11 +48,25 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        .target(
+            name: "LatchkeyDevProvider",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
         .executableTarget(
             name: "latchkey",
             dependencies: [
                 "Latchkey",
                 "LatchkeySQLite",
+                "LatchkeyDevProvider",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strictSettings
@@ -62,6 +81,17 @@ let package = Package(
         .testTarget(
             name: "LatchkeyTests",
             dependencies: ["Latchkey", "LatchkeySQLite"],
+            swiftSettings: strictSettings
+        ),
+        // Conformance tests of the development provider, over real HTTP on loopback.
+        .testTarget(
+            name: "LatchkeyDevProviderTests",
+            dependencies: [
+                "LatchkeyDevProvider",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: strictSettings
         ),
     ]

@@ -1,0 +1,188 @@
+public import Foundation
+import Hummingbird
+public import Logging
+import NIOCore
+import ServiceLifecycle
+import UnixSignals
+
+/// A small OpenID provider for demos, tests and app developers' tests, with fault injection.
+///
+/// It follows the RFCs closely (so a client is never tuned to a lenient server) but is not a
+/// production identity provider: everything lives in memory.
+///
+/// ```swift
+/// let provider = try await DevProvider.start()          // 127.0.0.1, an ephemeral port
+/// print(provider.issuer)                                // http://127.0.0.1:PORT
+/// provider.faults.set(.status(503, retryAfter: 1), for: .revocation)
+/// provider.faults.isOffline = true
+/// #expect(provider.faults.count("token.refresh_token") == 1)
+/// await provider.stop()
+/// ```
+public final class DevProvider: Sendable {
+    /// The issuer identifier, e.g. `http://127.0.0.1:53412`.
+    public let issuer: URL
+    /// Fault injection and request counters.
+    public let faults: DevProviderFaults
+    /// The users and clients it serves.
+    public let configuration: DevProviderConfiguration
+    private let state: ProviderState
+    private let group: ServiceGroup
+    private let task: Task<Void, any Error>
+
+    private init(
+        issuer: URL, faults: DevProviderFaults, configuration: DevProviderConfiguration, state: ProviderState,
+        group: ServiceGroup, task: Task<Void, any Error>
+    ) {
+        self.issuer = issuer
+        self.faults = faults
+        self.configuration = configuration
+        self.state = state
+        self.group = group
+        self.task = task
+    }
+
+    /// Starts a provider in this process and returns once it accepts connections.
+    ///
+    /// - Parameters:
+    ///   - configuration: users, clients and lifetimes; ``DevProviderConfiguration/default`` by default.
+    ///   - host: the address to listen on (loopback by default).
+    ///   - port: the port; 0 picks a free one.
+    ///   - logger: where the server logs; silent by default.
+    ///   - now: the provider's clock.
+    public static func start(
+        configuration: DevProviderConfiguration = .default,
+        host: String = "127.0.0.1",
+        port: Int = 0,
+        logger: Logger? = nil,
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) async throws -> DevProvider {
+        let logger = logger ?? Logger(label: "latchkey.dev-provider", factory: { _ in SwiftLogNoOpLogHandler() })
+        let state = try await ProviderState(configuration: configuration, now: now)
+        let faults = DevProviderFaults()
+        let (ports, portContinuation) = AsyncStream<Int>.makeStream()
+        let application = buildApplication(
+            state: state, faults: faults, configuration: configuration, host: host, port: port, logger: logger,
+            onServerRunning: { channel in
+                portContinuation.yield(channel.localAddress?.port ?? 0)
+                portContinuation.finish()
+            })
+        let group = ServiceGroup(
+            configuration: .init(services: [application], gracefulShutdownSignals: [], logger: logger))
+        let task = Task {
+            defer { portContinuation.finish() }
+            try await group.run()
+        }
+        var iterator = ports.makeAsyncIterator()
+        guard let boundPort = await iterator.next(), boundPort > 0 else {
+            task.cancel()
+            _ = try await task.value
+            throw DevProviderError(description: "The development provider could not listen on \(host):\(port).")
+        }
+        let urlHost = host.contains(":") ? "[\(host)]" : host
+        guard let issuer = URL(string: "http://\(urlHost):\(boundPort)") else {
+            throw DevProviderError(description: "The development provider's issuer URL is not valid.")
+        }
+        await state.setIssuer(issuer.absoluteString)
+        return DevProvider(
+            issuer: issuer, faults: faults, configuration: configuration, state: state, group: group, task: task)
+    }
+
+    /// Serves until the process receives SIGINT or SIGTERM, calling `onStart` with the issuer
+    /// once connections are accepted. For the `latchkey dev-server` command.
+    public static func serve(
+        configuration: DevProviderConfiguration = .default,
+        host: String = "127.0.0.1",
+        port: Int = 0,
+        logger: Logger? = nil,
+        onStart: @escaping @Sendable (URL) async -> Void
+    ) async throws {
+        let provider = try await start(configuration: configuration, host: host, port: port, logger: logger)
+        await onStart(provider.issuer)
+        let (signals, continuation) = AsyncStream<Void>.makeStream()
+        let watcher = ServiceGroup(
+            configuration: .init(
+                services: [SignalWaiter(onShutdown: { continuation.finish() })],
+                gracefulShutdownSignals: [.sigint, .sigterm], logger: provider.logger))
+        async let watching: Void = watcher.run()
+        for await _ in signals {}
+        await provider.stop()
+        try await watching
+    }
+
+    private var logger: Logger { Logger(label: "latchkey.dev-provider", factory: { _ in SwiftLogNoOpLogHandler() }) }
+
+    /// Stops accepting connections and waits for the server to finish.
+    public func stop() async {
+        await group.triggerGracefulShutdown()
+        _ = try? await task.value
+    }
+
+    /// Puts a new RS256 and ES256 key pair in use. The previous keys stay in the JWKS for the
+    /// configured grace period, so tokens they signed still verify.
+    public func rotateKeys() async throws {
+        try await state.keys.rotate(now: await state.currentDate)
+    }
+
+    /// The URL of one of the provider's endpoints.
+    public func url(_ endpoint: DevProviderEndpoint) -> URL {
+        issuer.appendingPathComponent(String(endpoint.path.dropFirst()))
+    }
+
+    /// The discovery key of the global sign-out endpoint: `latchkey_global_signout_endpoint`.
+    public static let globalSignOutDiscoveryKey = Endpoints.globalSignOutKey
+}
+
+/// The provider could not start.
+public struct DevProviderError: Error, CustomStringConvertible {
+    public let description: String
+}
+
+/// A service that only waits for graceful shutdown, to turn signals into a stop.
+private struct SignalWaiter: Service {
+    let onShutdown: @Sendable () -> Void
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        onShutdown()
+    }
+}
+
+/// Builds the Hummingbird application, as Hummingbird's template does.
+func buildApplication(
+    state: ProviderState, faults: DevProviderFaults, configuration: DevProviderConfiguration, host: String, port: Int,
+    logger: Logger, onServerRunning: @escaping @Sendable (any Channel) async -> Void
+) -> some ApplicationProtocol {
+    let router = buildRouter(state: state, faults: faults, configuration: configuration)
+    return Application(
+        router: router,
+        configuration: .init(address: .hostname(host, port: port), serverName: nil),
+        onServerRunning: onServerRunning,
+        logger: logger)
+}
+
+func buildRouter(state: ProviderState, faults: DevProviderFaults, configuration: DevProviderConfiguration)
+    -> Router<ProviderContext>
+{
+    let router = Router(context: ProviderContext.self)
+    let endpoints = Endpoints(state: state, faults: faults, configuration: configuration)
+    AdminEndpoints(faults: faults, rotate: { try await state.keys.rotate(now: await state.currentDate) })
+        .register(on: router)
+    let routes = router.group().add(middleware: FaultMiddleware(faults: faults))
+    routes.get(RouterPath(DevProviderEndpoint.discovery.path), use: endpoints.discovery)
+    routes.get(RouterPath(DevProviderEndpoint.metadata.path), use: endpoints.discovery)
+    routes.get(RouterPath(DevProviderEndpoint.jwks.path), use: endpoints.jwks)
+    routes.on(RouterPath(DevProviderEndpoint.authorization.path), method: .get, use: endpoints.authorize)
+    routes.on(RouterPath(DevProviderEndpoint.authorization.path), method: .post, use: endpoints.authorize)
+    routes.post(RouterPath(DevProviderEndpoint.token.path), use: endpoints.token)
+    routes.post(RouterPath(DevProviderEndpoint.revocation.path), use: endpoints.revocation)
+    routes.post(RouterPath(DevProviderEndpoint.introspection.path), use: endpoints.introspection)
+    routes.get(RouterPath(DevProviderEndpoint.userinfo.path), use: endpoints.userinfo)
+    routes.post(RouterPath(DevProviderEndpoint.userinfo.path), use: endpoints.userinfo)
+    routes.get(RouterPath(DevProviderEndpoint.endSession.path), use: endpoints.endSession)
+    routes.post(RouterPath(DevProviderEndpoint.endSession.path), use: endpoints.endSession)
+    routes.post(RouterPath(DevProviderEndpoint.globalSignOut.path), use: endpoints.globalSignOut)
+    routes.post(RouterPath(DevProviderEndpoint.deviceAuthorization.path), use: endpoints.deviceAuthorization)
+    routes.get(RouterPath(DevProviderEndpoint.deviceVerification.path), use: endpoints.device)
+    routes.post(RouterPath(DevProviderEndpoint.deviceVerification.path), use: endpoints.device)
+    return router
+}

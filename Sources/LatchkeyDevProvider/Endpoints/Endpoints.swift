@@ -1,0 +1,185 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+
+/// The provider's HTTP endpoints over its state.
+struct Endpoints: Sendable {
+    let state: ProviderState
+    let faults: DevProviderFaults
+    let configuration: DevProviderConfiguration
+
+    /// The discovery key under which the global sign-out endpoint is advertised. It is not a
+    /// standard: a client must know it to use it.
+    static let globalSignOutKey = "latchkey_global_signout_endpoint"
+
+    // MARK: Discovery (OpenID Connect Discovery 1.0, RFC 8414)
+
+    func discovery(_ request: Request, _ context: ProviderContext) async throws -> Response {
+        let issuer = await state.issuer
+        func url(_ endpoint: DevProviderEndpoint) -> String { issuer + endpoint.path }
+        let metadata: [String: Any] = [
+            "issuer": issuer,
+            "authorization_endpoint": url(.authorization),
+            "token_endpoint": url(.token),
+            "jwks_uri": url(.jwks),
+            "userinfo_endpoint": url(.userinfo),
+            "revocation_endpoint": url(.revocation),
+            "introspection_endpoint": url(.introspection),
+            "end_session_endpoint": url(.endSession),
+            "device_authorization_endpoint": url(.deviceAuthorization),
+            Self.globalSignOutKey: url(.globalSignOut),
+            "response_types_supported": ["code"],
+            "response_modes_supported": ["query"],
+            "grant_types_supported": DevProviderConfiguration.allGrantTypes,
+            "subject_types_supported": ["public"],
+            "id_token_signing_alg_values_supported": ["RS256", "ES256"],
+            "scopes_supported": DevProviderConfiguration.defaultScopes,
+            "claims_supported": [
+                "iss", "sub", "aud", "exp", "iat", "auth_time", "nonce", "sid", "azp", "at_hash", "preferred_username",
+                "name", "email", "email_verified",
+            ],
+            "token_endpoint_auth_methods_supported": ["none", "client_secret_basic", "client_secret_post"],
+            "revocation_endpoint_auth_methods_supported": ["none", "client_secret_basic", "client_secret_post"],
+            "introspection_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
+            "code_challenge_methods_supported": ["S256"],
+            "prompt_values_supported": ["none", "login"],
+            "frontchannel_logout_supported": false,
+            "backchannel_logout_supported": false,
+        ]
+        var response = Reply.json(metadata)
+        response.headers[.cacheControl] = "public, max-age=60"
+        return response
+    }
+
+    func jwks(_ request: Request, _ context: ProviderContext) async throws -> Response {
+        let set = await state.keys.jwks(now: await state.currentDate)
+        var response = Reply.json(set)
+        response.headers[.contentType] = "application/jwk-set+json"
+        response.headers[.cacheControl] = "public, max-age=60"
+        return response
+    }
+
+    // MARK: Token endpoint (RFC 6749 §3.2, RFC 8628 §3.4)
+
+    func token(_ request: Request, _ context: ProviderContext) async throws -> Response {
+        guard request.method == .post else { throw OAuthFailure.invalidRequest("The token endpoint takes POST.") }
+        let form = try await Parameters.of(request)
+        let client = try ClientAuthentication.authenticate(request, form, configuration: configuration)
+        let grantType = try form.required("grant_type")
+        faults.increment("token.\(grantType)")
+        guard DevProviderConfiguration.allGrantTypes.contains(grantType) else {
+            throw OAuthFailure("unsupported_grant_type", "The grant type \(grantType) is not supported.")
+        }
+        guard client.grantTypes.contains(grantType) else {
+            throw OAuthFailure.unauthorizedClient("The client may not use the grant type \(grantType).")
+        }
+        let answer: ProviderState.TokenAnswer
+        switch grantType {
+        case "authorization_code":
+            answer = try await state.exchangeCode(
+                try form.required("code"), client: client, redirectURI: try form["redirect_uri"],
+                verifier: try form["code_verifier"])
+        case "refresh_token":
+            let scopes = try form["scope"].map(Self.scopes)
+            answer = try await state.refresh(try form.required("refresh_token"), client: client, scopes: scopes)
+        case "password":
+            let scopes = try validScopes(try form["scope"], client: client)
+            answer = try await state.passwordGrant(
+                client: client, username: try form.required("username"), password: try form.required("password"),
+                scopes: scopes)
+        default:
+            answer = try await state.pollDevice(try form.required("device_code"), client: client)
+        }
+        return Reply.json(answer.mapValues(Self.jsonValue))
+    }
+
+    static func scopes(_ text: String) -> [String] {
+        text.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
+    }
+
+    /// The scopes asked for (the client's when none are), refused when the client may not have them.
+    func validScopes(_ text: String?, client: DevProviderConfiguration.Client) throws -> [String] {
+        guard let text else { return client.scopes }
+        let scopes = Self.scopes(text)
+        let refused = scopes.filter { !client.scopes.contains($0) }
+        guard refused.isEmpty else {
+            throw OAuthFailure.invalidScope("Scope not allowed: \(refused.joined(separator: " ")).")
+        }
+        return scopes
+    }
+
+    // MARK: Revocation (RFC 7009) and introspection (RFC 7662)
+
+    func revocation(_ request: Request, _ context: ProviderContext) async throws -> Response {
+        guard request.method == .post else { throw OAuthFailure.invalidRequest("The revocation endpoint takes POST.") }
+        let form = try await Parameters.of(request)
+        let client = try ClientAuthentication.authenticate(request, form, configuration: configuration)
+        let token = try form.required("token")
+        _ = try form["token_type_hint"]  // a hint only: every kind of token is looked up
+        try await state.revoke(token, client: client)
+        return Response(status: .ok, headers: [.cacheControl: "no-store"])
+    }
+
+    func introspection(_ request: Request, _ context: ProviderContext) async throws -> Response {
+        guard request.method == .post else {
+            throw OAuthFailure.invalidRequest("The introspection endpoint takes POST.")
+        }
+        let form = try await Parameters.of(request)
+        _ = try ClientAuthentication.authenticate(request, form, configuration: configuration, allowPublic: false)
+        return Reply.json(await state.introspect(try form.required("token")).mapValues(Self.jsonValue))
+    }
+
+    // MARK: Userinfo (OpenID Connect Core §5.3) and global sign-out
+
+    func userinfo(_ request: Request, _ context: ProviderContext) async throws -> Response {
+        let grant = try await state.authorize(accessToken: try bearerToken(request))
+        guard let user = configuration.user(named: grant.username) else {
+            throw OAuthFailure.invalidToken("The access token is not valid.")
+        }
+        let claims = await state.profileClaims(user: user, scopes: grant.scopes)
+        return Reply.json(claims.mapValues(Self.jsonValue))
+    }
+
+    func globalSignOut(_ request: Request, _ context: ProviderContext) async throws -> Response {
+        guard request.method == .post else { throw OAuthFailure.invalidRequest("Global sign-out takes POST.") }
+        let grant = try await state.authorize(accessToken: try bearerToken(request))
+        let ended = await state.signOutEverywhere(username: grant.username)
+        return Reply.json(["sessions_ended": ended.sessions, "grants_revoked": ended.grants])
+    }
+
+    /// The bearer token of the `Authorization` header (RFC 6750 §2.1).
+    func bearerToken(_ request: Request) throws -> String {
+        guard let header = request.headers[.authorization], header.lowercased().hasPrefix("bearer "),
+            case let token = String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces), !token.isEmpty
+        else { throw OAuthFailure.invalidToken(nil) }
+        return token
+    }
+
+    static func jsonValue(_ claim: Claim) -> Any {
+        switch claim {
+        case .string(let value): value
+        case .number(let value): value
+        case .strings(let value): value
+        case .bool(let value): value
+        }
+    }
+
+    // MARK: Device authorization (RFC 8628 §3.1)
+
+    func deviceAuthorization(_ request: Request, _ context: ProviderContext) async throws -> Response {
+        guard request.method == .post else { throw OAuthFailure.invalidRequest("Device authorization takes POST.") }
+        let form = try await Parameters.of(request)
+        let client = try ClientAuthentication.authenticate(request, form, configuration: configuration)
+        guard client.grantTypes.contains("urn:ietf:params:oauth:grant-type:device_code") else {
+            throw OAuthFailure.unauthorizedClient("The client may not use the device grant.")
+        }
+        let scopes = try validScopes(try form["scope"], client: client)
+        let started = await state.startDeviceAuthorization(client: client, scopes: scopes)
+        let verification = await state.issuer + DevProviderEndpoint.deviceVerification.path
+        return Reply.json([
+            "device_code": started.deviceCode, "user_code": started.userCode, "verification_uri": verification,
+            "verification_uri_complete": Reply.url(verification, adding: [("user_code", started.userCode)]),
+            "expires_in": started.expiresIn, "interval": started.interval,
+        ])
+    }
+}

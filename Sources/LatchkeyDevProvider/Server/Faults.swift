@@ -1,0 +1,209 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import Synchronization
+
+/// The provider's endpoints, as fault injection and request counters name them.
+public enum DevProviderEndpoint: String, Sendable, Codable, CaseIterable, Hashable {
+    case discovery, metadata, jwks, authorization, token, revocation, introspection, userinfo
+    case endSession = "end_session"
+    case globalSignOut = "global_signout"
+    case deviceAuthorization = "device_authorization"
+    case deviceVerification = "device"
+
+    /// The path the endpoint is served at.
+    public var path: String {
+        switch self {
+        case .discovery: "/.well-known/openid-configuration"
+        case .metadata: "/.well-known/oauth-authorization-server"
+        case .jwks: "/jwks"
+        case .authorization: "/authorize"
+        case .token: "/token"
+        case .revocation: "/revoke"
+        case .introspection: "/introspect"
+        case .userinfo: "/userinfo"
+        case .endSession: "/end-session"
+        case .globalSignOut: "/global-signout"
+        case .deviceAuthorization: "/device_authorization"
+        case .deviceVerification: "/device"
+        }
+    }
+
+    init?(path: String) {
+        guard let endpoint = Self.allCases.first(where: { $0.path == path }) else { return nil }
+        self = endpoint
+    }
+}
+
+/// A misbehaviour to inject into an endpoint's answers.
+public struct DevProviderFault: Sendable, Codable, Hashable {
+    /// Added before the endpoint answers, in milliseconds.
+    public var latencyMilliseconds: Int?
+    /// Answer with this status instead (e.g. 503) and an OAuth error body.
+    public var status: Int?
+    /// The `Retry-After` header (seconds) sent with a forced status.
+    public var retryAfter: Int?
+    /// Close the connection without answering.
+    public var dropConnection: Bool?
+    /// Answer 200 with a body that is not valid JSON.
+    public var malformedBody: Bool?
+    /// Answer 200 with a JSON body of this many bytes.
+    public var oversizedBodyBytes: Int?
+    /// Apply to this many requests, then clear; `nil` until cleared.
+    public var remaining: Int?
+
+    /// Creates a fault.
+    public init(
+        latencyMilliseconds: Int? = nil, status: Int? = nil, retryAfter: Int? = nil, dropConnection: Bool? = nil,
+        malformedBody: Bool? = nil, oversizedBodyBytes: Int? = nil, remaining: Int? = nil
+    ) {
+        self.latencyMilliseconds = latencyMilliseconds
+        self.status = status
+        self.retryAfter = retryAfter
+        self.dropConnection = dropConnection
+        self.malformedBody = malformedBody
+        self.oversizedBodyBytes = oversizedBodyBytes
+        self.remaining = remaining
+    }
+
+    /// Only added latency.
+    public static func latency(milliseconds: Int) -> DevProviderFault { .init(latencyMilliseconds: milliseconds) }
+    /// A forced status, e.g. `.status(503, retryAfter: 2)`.
+    public static func status(_ code: Int, retryAfter: Int? = nil) -> DevProviderFault {
+        .init(status: code, retryAfter: retryAfter)
+    }
+    /// Connections closed without an answer.
+    public static let dropConnection = DevProviderFault(dropConnection: true)
+    /// A body that is not JSON.
+    public static let malformedBody = DevProviderFault(malformedBody: true)
+    /// A JSON body of `bytes` bytes.
+    public static func oversizedBody(bytes: Int) -> DevProviderFault { .init(oversizedBodyBytes: bytes) }
+}
+
+/// Fault injection and request counters of a running development provider. Safe to use from
+/// any task; the admin endpoint (`/admin/…`, loopback only) drives the same object.
+public final class DevProviderFaults: Sendable {
+    private struct State {
+        var faults: [DevProviderEndpoint: DevProviderFault] = [:]
+        var everywhere: DevProviderFault?
+        var offline = false
+        var counters: [String: Int] = [:]
+    }
+
+    private let state = Mutex(State())
+
+    init() {}
+
+    /// Injects `fault` into `endpoint`, or into every endpoint when `endpoint` is `nil`.
+    public func set(_ fault: DevProviderFault, for endpoint: DevProviderEndpoint? = nil) {
+        state.withLock { state in
+            if let endpoint { state.faults[endpoint] = fault } else { state.everywhere = fault }
+        }
+    }
+
+    /// Clears the fault of `endpoint`, or every fault (and offline) when `endpoint` is `nil`.
+    public func clear(_ endpoint: DevProviderEndpoint? = nil) {
+        state.withLock { state in
+            if let endpoint {
+                state.faults[endpoint] = nil
+            } else {
+                state.faults = [:]
+                state.everywhere = nil
+                state.offline = false
+            }
+        }
+    }
+
+    /// While offline, every endpoint but the admin one closes connections without answering.
+    public var isOffline: Bool {
+        get { state.withLock { $0.offline } }
+        set { state.withLock { $0.offline = newValue } }
+    }
+
+    /// Requests received per endpoint (`token`, `revocation`, …) and per token grant
+    /// (`token.refresh_token`, `token.password`, …), since the start or the last reset.
+    public var counters: [String: Int] { state.withLock { $0.counters } }
+
+    /// The number of requests counted under `name`.
+    public func count(_ name: String) -> Int { state.withLock { $0.counters[name, default: 0] } }
+
+    /// The number of requests `endpoint` received.
+    public func count(_ endpoint: DevProviderEndpoint) -> Int { count(endpoint.rawValue) }
+
+    /// Sets every counter back to zero.
+    public func resetCounters() { state.withLock { $0.counters = [:] } }
+
+    func increment(_ name: String) { state.withLock { $0.counters[name, default: 0] += 1 } }
+
+    /// Counts a request to `endpoint` and takes the fault that applies to it, if any.
+    func take(_ endpoint: DevProviderEndpoint) -> (offline: Bool, fault: DevProviderFault?) {
+        state.withLock { state in
+            state.counters[endpoint.rawValue, default: 0] += 1
+            if state.offline { return (true, nil) }
+            if var fault = state.faults[endpoint] {
+                if let remaining = fault.remaining {
+                    fault.remaining = remaining - 1
+                    state.faults[endpoint] = remaining <= 1 ? nil : fault
+                }
+                return (false, fault)
+            }
+            guard var fault = state.everywhere else { return (false, nil) }
+            if let remaining = fault.remaining {
+                fault.remaining = remaining - 1
+                state.everywhere = remaining <= 1 ? nil : fault
+            }
+            return (false, fault)
+        }
+    }
+}
+
+/// Applies the injected faults around every endpoint but the admin one.
+struct FaultMiddleware: RouterMiddleware {
+    typealias Context = ProviderContext
+    let faults: DevProviderFaults
+
+    func handle(
+        _ request: Request, context: ProviderContext,
+        next: (Request, ProviderContext) async throws -> Response
+    ) async throws -> Response {
+        guard let endpoint = DevProviderEndpoint(path: request.uri.path) else {
+            return try await next(request, context)
+        }
+        let (offline, fault) = faults.take(endpoint)
+        if offline { throw dropped(context) }
+        guard let fault else { return try await next(request, context) }
+        if let latency = fault.latencyMilliseconds, latency > 0 {
+            try await Task.sleep(for: .milliseconds(latency))
+        }
+        if fault.dropConnection == true { throw dropped(context) }
+        if let status = fault.status {
+            var response = Reply.json(
+                ["error": "temporarily_unavailable", "error_description": "Injected fault: status \(status)."],
+                status: HTTPResponse.Status(code: status))
+            if let retryAfter = fault.retryAfter { response.headers[.retryAfter] = String(retryAfter) }
+            return response
+        }
+        var response = try await next(request, context)
+        if fault.malformedBody == true {
+            response.body = ResponseBody(byteBuffer: ByteBuffer(string: #"{"access_token": "trunc"#))
+            response.status = .ok
+            response.headers[.contentType] = "application/json"
+        } else if let bytes = fault.oversizedBodyBytes {
+            var buffer = ByteBuffer(string: #"{"padding":""#)
+            buffer.writeRepeatingByte(UInt8(ascii: "a"), count: max(0, bytes - 14))
+            buffer.writeString(#""}"#)
+            response.body = ResponseBody(byteBuffer: buffer)
+            response.status = .ok
+            response.headers[.contentType] = "application/json"
+        }
+        return response
+    }
+
+    private func dropped(_ context: ProviderContext) -> any Error {
+        context.channel.close(mode: .all, promise: nil)
+        return ConnectionDropped()
+    }
+}
+
+struct ConnectionDropped: Error {}
