@@ -8,8 +8,8 @@ public import Foundation
 ///
 /// Neither `description` nor `debugDescription` (nor a `dump`) ever shows a token value.
 public struct Token: Sendable, Hashable {
-    /// The access token (RFC 6749 §1.4).
-    public var accessToken: String
+    /// The access token (RFC 6749 §1.4); `nil` once it was revoked and not yet replaced.
+    public var accessToken: String?
     /// The token type, usually `Bearer` (RFC 6749 §7.1).
     public var tokenType: String
     /// The refresh token, when the provider issued one.
@@ -31,7 +31,7 @@ public struct Token: Sendable, Hashable {
 
     /// Creates a token from its parts.
     public init(
-        accessToken: String,
+        accessToken: String?,
         tokenType: String = "Bearer",
         refreshToken: String? = nil,
         idToken: String? = nil,
@@ -89,9 +89,26 @@ public struct Token: Sendable, Hashable {
         return expiresAt.timeIntervalSince(date) <= margin
     }
 
+    /// Whether anything in this token can still get the account an access token: an access
+    /// token that has not expired, a refresh token, or a device secret.
+    public func isUsable(at date: Date = Date()) -> Bool {
+        refreshToken != nil || deviceSecret != nil || (accessToken != nil && !isExpired(at: date))
+    }
+
+    /// The value of the token of `kind`, if this token holds one.
+    public func value(of kind: TokenKind) -> String? {
+        switch kind {
+        case .accessToken: accessToken
+        case .refreshToken: refreshToken
+        case .idToken: idToken
+        case .deviceSecret: deviceSecret
+        }
+    }
+
     /// The kinds of token this value holds.
     public var kinds: Set<TokenKind> {
-        var kinds: Set<TokenKind> = [.accessToken]
+        var kinds: Set<TokenKind> = []
+        if accessToken != nil { kinds.insert(.accessToken) }
         if refreshToken != nil { kinds.insert(.refreshToken) }
         if idToken != nil { kinds.insert(.idToken) }
         if deviceSecret != nil { kinds.insert(.deviceSecret) }
@@ -155,7 +172,7 @@ extension Token: Codable {
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        accessToken = try container.decode(String.self, forKey: .accessToken)
+        accessToken = try container.decodeIfPresent(String.self, forKey: .accessToken)
         tokenType = try container.decode(String.self, forKey: .tokenType)
         refreshToken = try container.decodeIfPresent(String.self, forKey: .refreshToken)
         idToken = try container.decodeIfPresent(String.self, forKey: .idToken)
@@ -169,7 +186,7 @@ extension Token: Codable {
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(accessToken, forKey: .accessToken)
+        try container.encodeIfPresent(accessToken, forKey: .accessToken)
         try container.encode(tokenType, forKey: .tokenType)
         try container.encodeIfPresent(refreshToken, forKey: .refreshToken)
         try container.encodeIfPresent(idToken, forKey: .idToken)
