@@ -52,7 +52,9 @@ struct OAuthFailure: Error, HTTPResponseError {
 enum Reply {
     /// A JSON answer that must not be cached (RFC 6749 §5.1).
     static func json(_ object: Any, status: HTTPResponse.Status = .ok) -> Response {
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
+        let data =
+            (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]))
+            ?? Data("{}".utf8)
         var headers: HTTPFields = [.contentType: "application/json", .cacheControl: "no-store"]
         if let pragma = HTTPField.Name("Pragma") { headers[pragma] = "no-cache" }
         return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))

@@ -1,0 +1,202 @@
+import Crypto
+public import Foundation
+public import JWTKit
+
+/// Why an ID token was rejected. Its description names the check, never the token.
+public struct IDTokenError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// Which check failed.
+    public enum Reason: String, Sendable, Hashable {
+        /// Not a compact JWS with a JSON header and payload.
+        case malformed
+        /// Larger than ``IDTokenVerifier/maximumLength``.
+        case tooLarge
+        /// `alg` is not on the allow-list (`none` and HMAC never are), or does not fit the key.
+        case algorithmNotAllowed
+        /// No key in the JWKS has the token's `kid`, even after fetching the JWKS again.
+        case unknownKey
+        /// The signature does not verify.
+        case invalidSignature
+        /// `iss` is not the provider's issuer.
+        case issuerMismatch
+        /// `aud` does not contain the client id.
+        case audienceMismatch
+        /// `azp` is missing where it is required (several audiences) or is not the client id.
+        case authorizedPartyMismatch
+        /// `exp` has passed (beyond the leeway).
+        case expired
+        /// `iat` is in the future (beyond the leeway), or missing.
+        case issuedInFuture
+        /// `nonce` is not the one sent with the request.
+        case nonceMismatch
+        /// `at_hash` does not match the access token.
+        case accessTokenHashMismatch
+        /// `sub` changed on refresh (OpenID Connect Core §12.2).
+        case subjectMismatch
+    }
+
+    /// Which check failed.
+    public var reason: Reason
+
+    /// Creates an error.
+    public init(_ reason: Reason) { self.reason = reason }
+
+    public var description: String { "The ID token was rejected: \(reason.rawValue)." }
+}
+
+/// The claims of a verified ID token.
+public struct IDTokenClaims: Sendable, Hashable {
+    /// Every claim, as it came.
+    public var all: [String: JSONValue]
+
+    /// `sub`.
+    public var subject: String? { all["sub"]?.stringValue }
+    /// `sid`, the provider's session id.
+    public var sessionID: String? { all["sid"]?.stringValue }
+    /// `nonce`.
+    public var nonce: String? { all["nonce"]?.stringValue }
+    /// `exp`.
+    public var expiresAt: Date? { all["exp"]?.doubleValue.map(Date.init(timeIntervalSince1970:)) }
+}
+
+/// Verifies ID tokens (OpenID Connect Core §3.1.3.7): the signature through the provider's JWKS
+/// with an algorithm from an allow-list, then iss, aud, azp, exp, iat, nonce and at_hash.
+public struct IDTokenVerifier: Sendable {
+    /// Tokens longer than this are rejected without being parsed.
+    public static let maximumLength = 16 * 1024
+    /// The algorithms accepted by default: RSA PKCS#1, RSA-PSS and ECDSA. Never `none` or HMAC.
+    public static let defaultAlgorithms: Set<String> = [
+        "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384",
+    ]
+
+    /// The issuer the token must name.
+    public var issuer: String
+    /// The client the token must be for.
+    public var clientID: String
+    /// The accepted algorithms (HMAC and `none` are removed even if listed).
+    public var algorithms: Set<String>
+    /// Clock skew tolerated on `exp` and `iat`.
+    public var leeway: TimeInterval
+
+    /// Creates a verifier.
+    public init(
+        issuer: String, clientID: String, algorithms: Set<String> = defaultAlgorithms, leeway: TimeInterval = 60
+    ) {
+        self.issuer = issuer
+        self.clientID = clientID
+        self.algorithms = algorithms.filter { !$0.hasPrefix("HS") && $0.lowercased() != "none" }
+        self.leeway = leeway
+    }
+
+    /// Verifies `token`.
+    ///
+    /// - Parameters:
+    ///   - nonce: the nonce sent in the authorization request, which the token must carry.
+    ///   - accessToken: the access token issued with it, checked against `at_hash` when present.
+    ///   - subject: the subject the token must have (on refresh, the one signed in before).
+    ///   - now: the current time.
+    ///   - keys: the provider's JWKS; called again with `true` once when the `kid` is unknown.
+    public func verify(
+        _ token: String,
+        nonce: String? = nil,
+        accessToken: String? = nil,
+        subject: String? = nil,
+        now: Date,
+        keys: @Sendable (_ refetch: Bool) async throws -> JWKS
+    ) async throws(IDTokenError) -> IDTokenClaims {
+        guard token.utf8.count <= Self.maximumLength else { throw IDTokenError(.tooLarge) }
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let header = Self.json(parts[0]), let payload = Self.json(parts[1]) else {
+            throw IDTokenError(.malformed)
+        }
+        guard let algorithm = header["alg"]?.stringValue, algorithms.contains(algorithm) else {
+            throw IDTokenError(.algorithmNotAllowed)
+        }
+        var jwk = try await key(for: header["kid"]?.stringValue, algorithm: algorithm, keys: keys)
+        guard let expected = JWK.Algorithm(rawValue: algorithm), jwk.algorithm == nil || jwk.algorithm == expected
+        else { throw IDTokenError(.algorithmNotAllowed) }
+        jwk.algorithm = expected
+        do {
+            let collection = try await JWTKeyCollection().add(jwk: jwk, isDefault: true)
+            _ = try await collection.verify(token, as: SignatureOnly.self)
+        } catch {
+            throw IDTokenError(.invalidSignature)
+        }
+        try check(payload, algorithm: algorithm, nonce: nonce, accessToken: accessToken, subject: subject, now: now)
+        return IDTokenClaims(all: payload)
+    }
+
+    private func key(for kid: String?, algorithm: String, keys: @Sendable (Bool) async throws -> JWKS)
+        async throws(IDTokenError) -> JWK
+    {
+        let family: JWK.KeyType = algorithm.hasPrefix("ES") ? .ecdsa : .rsa
+        for refetch in [false, true] {
+            let set: JWKS
+            do { set = try await keys(refetch) } catch { throw IDTokenError(.unknownKey) }
+            let candidates = set.keys.filter { $0.keyType == family && ($0.keyIdentifier?.string == kid || kid == nil) }
+            if kid != nil, let match = candidates.first { return match }
+            if kid == nil, candidates.count == 1, let only = candidates.first { return only }
+            if set.keys.contains(where: { $0.keyIdentifier?.string == kid && kid != nil }) {
+                throw IDTokenError(.algorithmNotAllowed)  // the key exists but is of another type
+            }
+        }
+        throw IDTokenError(.unknownKey)
+    }
+
+    private func check(
+        _ claims: [String: JSONValue], algorithm: String, nonce: String?, accessToken: String?, subject: String?,
+        now: Date
+    ) throws(IDTokenError) {
+        guard claims["iss"]?.stringValue == issuer else { throw IDTokenError(.issuerMismatch) }
+        let audience: [String]
+        switch claims["aud"] {
+        case .string(let value): audience = [value]
+        case .array(let values): audience = values.compactMap(\.stringValue)
+        default: audience = []
+        }
+        guard audience.contains(clientID) else { throw IDTokenError(.audienceMismatch) }
+        let azp = claims["azp"]?.stringValue
+        if audience.count > 1, azp == nil { throw IDTokenError(.authorizedPartyMismatch) }
+        if let azp, azp != clientID { throw IDTokenError(.authorizedPartyMismatch) }
+        guard let exp = claims["exp"]?.doubleValue, now.timeIntervalSince1970 < exp + leeway else {
+            throw IDTokenError(.expired)
+        }
+        guard let iat = claims["iat"]?.doubleValue, iat <= now.timeIntervalSince1970 + leeway else {
+            throw IDTokenError(.issuedInFuture)
+        }
+        if let nonce, claims["nonce"]?.stringValue != nonce { throw IDTokenError(.nonceMismatch) }
+        if let subject, claims["sub"]?.stringValue != subject { throw IDTokenError(.subjectMismatch) }
+        if let accessToken, let atHash = claims["at_hash"]?.stringValue {
+            guard Self.leftHalfHash(of: accessToken, algorithm: algorithm) == atHash else {
+                throw IDTokenError(.accessTokenHashMismatch)
+            }
+        }
+    }
+
+    /// `at_hash`: the left half of the access token's hash with the JWS algorithm's hash function,
+    /// base64url-encoded (OpenID Connect Core §3.1.3.6).
+    static func leftHalfHash(of value: String, algorithm: String) -> String {
+        let data = Data(value.utf8)
+        let digest: Data
+        switch algorithm.suffix(3) {
+        case "384": digest = Data(SHA384.hash(data: data))
+        case "512": digest = Data(SHA512.hash(data: data))
+        default: digest = Data(SHA256.hash(data: data))
+        }
+        return digest.prefix(digest.count / 2).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    private static func json(_ segment: Substring) -> [String: JSONValue]? {
+        guard let data = UnverifiedClaims.base64URLDecode(segment) else { return nil }
+        return try? JSONDecoder().decode([String: JSONValue].self, from: data)
+    }
+}
+
+/// A payload type that accepts any claims: jwt-kit checks only the signature here, the
+/// verifier checks the claims itself with its own clock.
+private struct SignatureOnly: JWTPayload {
+    init(from decoder: any Decoder) throws {}
+    func encode(to encoder: any Encoder) throws {}
+    func verify(using algorithm: some JWTAlgorithm) async throws {}
+}

@@ -1,0 +1,119 @@
+import Foundation
+
+/// A failure while talking to an identity provider. It says which endpoint, what the provider
+/// answered (OAuth error code, description, HTTP status, `Retry-After`) and whether trying again
+/// later can help. Its `description` never contains a token.
+public struct ProviderError: Error, Sendable, CustomStringConvertible {
+    /// What went wrong, as a value to compare with `==`.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private enum Base: String, Sendable, Hashable {
+            case oauth, httpStatus, transport, invalidResponse, insecureEndpoint, missingEndpoint, idTokenRejected,
+                stateMismatch, timedOut, signInRequired, storage, unsupported, cancelled
+        }
+
+        private let base: Base
+
+        /// The provider answered with an OAuth error (see ``ProviderError/oauthError``).
+        public static let oauth = Code(base: .oauth)
+        /// The provider answered with an HTTP error status and no OAuth error.
+        public static let httpStatus = Code(base: .httpStatus)
+        /// No answer: the connection failed, timed out or was cut.
+        public static let transport = Code(base: .transport)
+        /// The answer could not be read (not JSON, missing fields, too large).
+        public static let invalidResponse = Code(base: .invalidResponse)
+        /// An endpoint is not https (or http on loopback); nothing was sent.
+        public static let insecureEndpoint = Code(base: .insecureEndpoint)
+        /// The provider has no such endpoint (not in discovery, not configured).
+        public static let missingEndpoint = Code(base: .missingEndpoint)
+        /// An ID token failed verification (see ``ProviderError/underlying``, an ``IDTokenError``).
+        public static let idTokenRejected = Code(base: .idTokenRejected)
+        /// The redirect's `state` is not the one sent: the answer is not for this request.
+        public static let stateMismatch = Code(base: .stateMismatch)
+        /// The user did not finish in time (browser or device code).
+        public static let timedOut = Code(base: .timedOut)
+        /// The refresh token was rejected: the account must sign in again. Nothing was deleted.
+        public static let signInRequired = Code(base: .signInRequired)
+        /// The credential store failed (see ``ProviderError/underlying``, a ``StorageError``).
+        public static let storage = Code(base: .storage)
+        /// The provider does not support what was asked.
+        public static let unsupported = Code(base: .unsupported)
+        /// The operation was cancelled.
+        public static let cancelled = Code(base: .cancelled)
+
+        public var description: String { base.rawValue }
+    }
+
+    /// What went wrong.
+    public var code: Code
+    /// The endpoint involved.
+    public var endpoint: EndpointKind?
+    /// The OAuth error code the provider sent, if any.
+    public var oauthError: OAuthErrorCode?
+    /// The provider's `error_description`, if any (with any token Latchkey sent removed).
+    public var errorDescription: String?
+    /// The HTTP status, when there was a response.
+    public var status: Int?
+    /// How long the provider asked to wait (`Retry-After`).
+    public var retryAfter: Duration?
+    /// A short explanation of Latchkey's own.
+    public var reason: String
+    /// The error that caused this one.
+    public var underlying: (any Error & Sendable)?
+
+    /// Creates an error.
+    public init(
+        _ code: Code, endpoint: EndpointKind? = nil, reason: String, oauthError: OAuthErrorCode? = nil,
+        errorDescription: String? = nil, status: Int? = nil, retryAfter: Duration? = nil,
+        underlying: (any Error & Sendable)? = nil
+    ) {
+        self.code = code
+        self.endpoint = endpoint
+        self.reason = reason
+        self.oauthError = oauthError
+        self.errorDescription = errorDescription
+        self.status = status
+        self.retryAfter = retryAfter
+        self.underlying = underlying
+    }
+
+    /// Whether the same request may succeed later: no answer at all, a 5xx or 429, or the
+    /// provider's `temporarily_unavailable` / `server_error`. Everything else is final.
+    public var isRetryable: Bool {
+        switch code {
+        case .transport, .timedOut: return true
+        case .oauth, .httpStatus:
+            if oauthError == .temporarilyUnavailable || oauthError == .serverError { return true }
+            guard let status else { return false }
+            return status >= 500 || status == 429 || status == 408
+        case .storage:
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// Whether the account must sign in again (its refresh token was rejected).
+    public var requiresSignIn: Bool { code == .signInRequired }
+
+    public var description: String {
+        var parts = [reason]
+        if let endpoint { parts.append("endpoint: \(endpoint)") }
+        if let status { parts.append("status: \(status)") }
+        if let oauthError { parts.append("error: \(oauthError)") }
+        if let errorDescription { parts.append("description: \(errorDescription)") }
+        if let underlying = underlying as? IDTokenError { parts.append("cause: \(underlying)") }
+        if let underlying = underlying as? TransportError { parts.append("cause: \(underlying)") }
+        if let underlying = underlying as? StorageError { parts.append("cause: \(underlying)") }
+        return parts.joined(separator: "; ")
+    }
+
+    static func transport(_ error: TransportError, endpoint: EndpointKind) -> ProviderError {
+        ProviderError(
+            error.kind == .invalidURL ? .insecureEndpoint : (error.kind == .cancelled ? .cancelled : .transport),
+            endpoint: endpoint, reason: "The \(endpoint) endpoint could not be reached.", underlying: error)
+    }
+
+    static func storage(_ error: StorageError) -> ProviderError {
+        ProviderError(.storage, reason: "The credential store failed.", underlying: error)
+    }
+}

@@ -1,0 +1,358 @@
+public import Foundation
+import HTTPTypes
+import JWTKit
+public import Logging
+
+/// A standards-based OpenID Connect / OAuth 2.0 provider, as one client sees it: discovery
+/// (cached), sign-in, refresh, revocation, introspection, userinfo and verified ID tokens.
+///
+/// ```swift
+/// let provider = try await OpenIDProvider.discover(
+///     OpenIDProviderConfiguration(issuer: issuer, clientID: "latchkey-cli"), transport: transport)
+/// let credential = try await provider.signIn(.password(username: "alice", password: pw), into: store)
+/// let token = try await credential.accessToken()
+/// ```
+public actor OpenIDProvider: IdentityProvider {
+    /// How the provider is reached.
+    public nonisolated let configuration: OpenIDProviderConfiguration
+    /// The issuer and client of the tokens it issues.
+    public nonisolated let identity: ProviderIdentity
+    let transport: any HTTPTransport
+    let logger: Logger
+    let now: @Sendable () -> Date
+    let sleep: @Sendable (Duration) async throws -> Void
+    private var cachedMetadata: ProviderMetadata?
+    private var metadataTask: Task<Result<ProviderMetadata, ProviderError>, Never>?
+    private var cachedJWKS: JWKS?
+    private var credentials: [String: Credential] = [:]
+
+    /// Creates a provider; discovery happens on first use (or pass `metadata` to skip it).
+    ///
+    /// - Parameters:
+    ///   - now: the clock for token expiry and ID token checks.
+    ///   - sleep: how to wait between device-code polls.
+    public init(
+        configuration: OpenIDProviderConfiguration,
+        transport: any HTTPTransport,
+        metadata: ProviderMetadata? = nil,
+        logger: Logger? = nil,
+        now: @escaping @Sendable () -> Date = { Date() },
+        sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
+    ) {
+        self.configuration = configuration
+        self.identity = ProviderIdentity(issuer: configuration.issuer.absoluteString, clientID: configuration.clientID)
+        self.transport = transport
+        self.cachedMetadata = metadata
+        self.logger = logger ?? .disabled("latchkey.provider")
+        self.now = now
+        self.sleep = sleep
+    }
+
+    /// Creates a provider and fetches its discovery document now, so that a wrong issuer fails here.
+    public static func discover(
+        _ configuration: OpenIDProviderConfiguration,
+        transport: any HTTPTransport,
+        logger: Logger? = nil
+    ) async throws(ProviderError) -> OpenIDProvider {
+        let provider = OpenIDProvider(configuration: configuration, transport: transport, logger: logger)
+        _ = try await provider.metadata()
+        return provider
+    }
+
+    // MARK: Metadata
+
+    /// The provider's metadata: discovery, else RFC 8414 metadata, with the configured endpoints
+    /// laid over it. Fetched once; concurrent callers share the fetch.
+    public func metadata() async throws(ProviderError) -> ProviderMetadata {
+        if let cachedMetadata { return cachedMetadata }
+        if metadataTask == nil {
+            metadataTask = Task { await self.fetchMetadata() }
+        }
+        guard let task = metadataTask else { throw ProviderError(.cancelled, reason: "Discovery was cancelled.") }
+        let result = await task.value
+        metadataTask = nil
+        switch result {
+        case .success(let metadata):
+            cachedMetadata = metadata
+            return metadata
+        case .failure(let error):
+            throw error
+        }
+    }
+
+    private func fetchMetadata() async -> Result<ProviderMetadata, ProviderError> {
+        let issuer = configuration.issuer.absoluteString
+        let trimmed = issuer.hasSuffix("/") ? String(issuer.dropLast()) : issuer
+        var candidates = [trimmed + "/.well-known/openid-configuration"]
+        // RFC 8414 §3.1: the well-known segment goes between the host and the issuer's path.
+        if let components = URLComponents(url: configuration.issuer, resolvingAgainstBaseURL: false),
+            let scheme = components.scheme, let host = components.host
+        {
+            let port = components.port.map { ":\($0)" } ?? ""
+            let path = components.path == "/" ? "" : components.path
+            candidates.append("\(scheme)://\(host)\(port)/.well-known/oauth-authorization-server\(path)")
+        }
+        var lastError = ProviderError(
+            .missingEndpoint, endpoint: .discovery, reason: "No discovery document was found.")
+        for candidate in candidates {
+            guard let url = URL(string: candidate) else { continue }
+            do {
+                let fields = try await requestJSON(.discovery, url: url, method: .get, form: nil)
+                var metadata = try ProviderMetadata(document: fields)
+                guard metadata.issuer == issuer || metadata.issuer == trimmed else {
+                    return .failure(
+                        ProviderError(
+                            .invalidResponse, endpoint: .discovery,
+                            reason: "The discovery document names another issuer than the one configured."))
+                }
+                metadata.endpoints.merge(configuration.endpoints) { _, configured in configured }
+                return .success(metadata)
+            } catch {
+                lastError = error
+                // Only a missing document moves on to the next location.
+                if error.status != 404 && error.code != .invalidResponse { return .failure(error) }
+            }
+        }
+        if !configuration.endpoints.isEmpty, configuration.endpoints[.token] != nil {
+            // Everything needed is configured: go on without discovery.
+            return .success(ProviderMetadata(issuer: issuer, endpoints: configuration.endpoints))
+        }
+        return .failure(lastError)
+    }
+
+    /// The URL of an endpoint, from configuration or discovery.
+    public func endpoint(_ kind: EndpointKind) async throws(ProviderError) -> URL {
+        if let configured = configuration.endpoints[kind] { return configured }
+        guard let url = try await metadata().endpoints[kind] else {
+            throw ProviderError(
+                .missingEndpoint, endpoint: kind,
+                reason: "The provider has no \(kind) endpoint in its metadata; set one in the configuration.")
+        }
+        return url
+    }
+
+    // MARK: JWKS and ID tokens
+
+    private func jwks(refetch: Bool) async throws(ProviderError) -> JWKS {
+        if let cachedJWKS, !refetch { return cachedJWKS }
+        let url = try await endpoint(.jwks)
+        let body = try await request(.jwks, url: url, method: .get, form: nil).body
+        do {
+            let set = try JSONDecoder().decode(JWKS.self, from: body)
+            cachedJWKS = set
+            return set
+        } catch {
+            throw ProviderError(.invalidResponse, endpoint: .jwks, reason: "The JWKS is not a JWK Set.")
+        }
+    }
+
+    /// Verifies an ID token from this provider for this client.
+    public func verifyIDToken(
+        _ idToken: String, nonce: String? = nil, accessToken: String? = nil, subject: String? = nil
+    ) async throws(ProviderError) -> IDTokenClaims {
+        let verifier = IDTokenVerifier(
+            issuer: try await metadata().issuer, clientID: configuration.clientID,
+            algorithms: configuration.idTokenAlgorithms, leeway: configuration.leeway)
+        do {
+            return try await verifier.verify(
+                idToken, nonce: nonce, accessToken: accessToken, subject: subject, now: now(),
+                keys: { refetch in try await self.jwks(refetch: refetch) })
+        } catch {
+            logger.debug("ID token rejected", metadata: ["reason": "\(error.reason.rawValue)"])
+            throw ProviderError(
+                .idTokenRejected, endpoint: .token, reason: "The ID token was rejected.", underlying: error)
+        }
+    }
+
+    // MARK: Token endpoint
+
+    /// Sends a token request and turns the answer into a ``Token`` whose ID token (if any) was verified.
+    func tokenRequest(_ form: [(String, String)], nonce: String? = nil, previous: Token? = nil)
+        async throws(ProviderError) -> Token
+    {
+        let fields = try await requestJSON(
+            .token, url: try await endpoint(.token), method: .post, form: form,
+            authentication: configuration.authentication(for: .token), secrets: form.map(\.1))
+        let response: TokenResponse
+        do {
+            response = try TokenResponse(fields: fields)
+        } catch {
+            throw ProviderError(
+                .invalidResponse, endpoint: .token, reason: "The token response is not valid.", underlying: error)
+        }
+        if let idToken = response.idToken {
+            let previousSubject = previous?.idToken.flatMap(UnverifiedClaims.read)?["sub"]?.stringValue
+            _ = try await verifyIDToken(
+                idToken, nonce: nonce, accessToken: response.accessToken, subject: previousSubject)
+        }
+        var token = Token(response: response, issuedAt: now(), provider: identity)
+        if let previous {
+            // A refresh answer may leave out what did not change (RFC 6749 §6, OIDC Core §12.2).
+            token.refreshToken = token.refreshToken ?? previous.refreshToken
+            token.idToken = token.idToken ?? previous.idToken
+            token.deviceSecret = token.deviceSecret ?? previous.deviceSecret
+            token.scopes = token.scopes ?? previous.scopes
+        }
+        return token
+    }
+
+    /// Signs in with a username and password (the resource owner password grant, RFC 6749 §4.3),
+    /// for scripts and tests.
+    public func passwordToken(username: String, password: String, scopes: [String]? = nil)
+        async throws(ProviderError) -> Token
+    {
+        try await tokenRequest([
+            ("grant_type", "password"), ("username", username), ("password", password),
+            ("scope", (scopes ?? configuration.scopes).joined(separator: " ")),
+        ])
+    }
+
+    public func refresh(_ token: Token) async throws(ProviderError) -> Token {
+        guard let refreshToken = token.refreshToken else {
+            throw ProviderError(.signInRequired, endpoint: .token, reason: "The credential has no refresh token.")
+        }
+        do {
+            return try await tokenRequest(
+                [("grant_type", "refresh_token"), ("refresh_token", refreshToken)], previous: token)
+        } catch {
+            // Some providers answer a dead refresh token with a bare 400 and no OAuth error.
+            if error.oauthError == .invalidGrant || (error.code == .httpStatus && error.status == 400) {
+                throw ProviderError(
+                    .signInRequired, endpoint: .token, reason: "The refresh token was rejected; sign in again.",
+                    oauthError: error.oauthError, errorDescription: error.errorDescription, status: error.status)
+            }
+            throw error
+        }
+    }
+
+    // MARK: Revocation, introspection, userinfo
+
+    public func revoke(_ value: String, kind: TokenKind) async throws(ProviderError) {
+        var form = [("token", value)]
+        if kind == .accessToken || kind == .refreshToken { form.append(("token_type_hint", kind.rawValue)) }
+        _ = try await request(
+            .revocation, url: try await endpoint(.revocation), method: .post, form: form,
+            authentication: configuration.authentication(for: .revocation), secrets: [value])
+    }
+
+    public func introspect(_ value: String, kind: TokenKind) async throws(ProviderError) -> Introspection {
+        var form = [("token", value)]
+        if kind == .accessToken || kind == .refreshToken { form.append(("token_type_hint", kind.rawValue)) }
+        let fields = try await requestJSON(
+            .introspection, url: try await endpoint(.introspection), method: .post, form: form,
+            authentication: configuration.authentication(for: .introspection), secrets: [value])
+        guard case .bool(let active) = fields["active"] else {
+            throw ProviderError(.invalidResponse, endpoint: .introspection, reason: "The answer has no active field.")
+        }
+        return Introspection(active: active, fields: fields)
+    }
+
+    public func userInfo(accessToken: String) async throws(ProviderError) -> [String: JSONValue] {
+        try await requestJSON(
+            .userinfo, url: try await endpoint(.userinfo), method: .get, form: nil, bearer: accessToken,
+            secrets: [accessToken])
+    }
+
+    // MARK: Credentials
+
+    /// The live handle of a stored credential. Every call for the same store and id returns the
+    /// same handle, so concurrent callers share one refresh.
+    public func credential(_ id: CredentialID, in store: CredentialStore) -> Credential {
+        let key = "\(ObjectIdentifier(store).hashValue):\(id.rawValue)"
+        if let existing = credentials[key] { return existing }
+        let credential = Credential(id: id, store: store, provider: self, now: now)
+        credentials[key] = credential
+        return credential
+    }
+
+    // MARK: HTTP
+
+    /// Sends a request to an endpoint and returns the 2xx answer's body as a JSON object.
+    func requestJSON(
+        _ kind: EndpointKind, url: URL, method: HTTPRequest.Method, form: [(String, String)]?,
+        authentication: ClientAuthentication? = nil, bearer: String? = nil, secrets: [String] = []
+    ) async throws(ProviderError) -> [String: JSONValue] {
+        let answer = try await request(
+            kind, url: url, method: method, form: form, authentication: authentication, bearer: bearer, secrets: secrets
+        )
+        guard let fields = try? JSONDecoder().decode([String: JSONValue].self, from: answer.body) else {
+            throw ProviderError(
+                .invalidResponse, endpoint: kind, reason: "The \(kind) endpoint's answer is not a JSON object.",
+                status: answer.response.status.code)
+        }
+        return fields
+    }
+
+    /// Sends a request to an endpoint; any non-2xx answer becomes a ``ProviderError``.
+    func request(
+        _ kind: EndpointKind, url: URL, method: HTTPRequest.Method, form: [(String, String)]?,
+        authentication: ClientAuthentication? = nil, bearer: String? = nil, secrets: [String] = []
+    ) async throws(ProviderError) -> HTTPTransportResponse {
+        guard EndpointSecurity.isAcceptable(url) else {
+            throw ProviderError(
+                .insecureEndpoint, endpoint: kind,
+                reason: "The \(kind) endpoint is not https (plain http is allowed on loopback only); nothing was sent.")
+        }
+        var fields = form ?? []
+        var headers: [(String, String)] = []
+        authentication?.apply(clientID: configuration.clientID, form: &fields, headers: &headers)
+        if let bearer { headers.append(("Authorization", "Bearer \(bearer)")) }
+        var request = HTTPRequest(method: method, url: url)
+        request.headerFields[.accept] = "application/json"
+        for (name, value) in headers {
+            if let field = HTTPField.Name(name) { request.headerFields[field] = value }
+        }
+        var body: Data?
+        if method == .post {
+            request.headerFields[.contentType] = "application/x-www-form-urlencoded"
+            body = FormEncoding.encode(fields)
+        }
+        let answer: HTTPTransportResponse
+        do {
+            answer = try await transport.send(request, body: body, options: configuration.requestOptions)
+        } catch {
+            logger.debug("request failed", metadata: ["endpoint": "\(kind)", "kind": "\(error.kind.rawValue)"])
+            throw ProviderError.transport(error, endpoint: kind)
+        }
+        let status = answer.response.status.code
+        logger.debug("request answered", metadata: ["endpoint": "\(kind)", "status": "\(status)"])
+        guard (200..<300).contains(status) else {
+            throw Self.failure(
+                kind, answer, secrets: secrets + [authentication?.secret].compactMap { $0 })
+        }
+        return answer
+    }
+
+    /// The error an unsuccessful answer stands for (RFC 6749 §5.2, RFC 6750 §3).
+    static func failure(_ kind: EndpointKind, _ answer: HTTPTransportResponse, secrets: [String]) -> ProviderError {
+        let status = answer.response.status.code
+        let fields = (try? JSONDecoder().decode([String: JSONValue].self, from: answer.body)) ?? [:]
+        var code = fields["error"]?.stringValue.map(OAuthErrorCode.init(rawValue:))
+        var description = fields["error_description"]?.stringValue
+        if code == nil, let challenge = answer.response.headerFields[.wwwAuthenticate],
+            let range = challenge.range(of: #"error=""#)
+        {
+            let rest = challenge[range.upperBound...]
+            code = rest.firstIndex(of: "\"").map { OAuthErrorCode(rawValue: String(rest[..<$0])) }
+        }
+        for secret in secrets where !secret.isEmpty {
+            description = description?.replacingOccurrences(of: secret, with: "<redacted>")
+        }
+        let retryAfter = answer.response.headerFields[.retryAfter].flatMap(Self.retryAfter)
+        return ProviderError(
+            code == nil ? .httpStatus : .oauth, endpoint: kind,
+            reason: "The \(kind) endpoint refused the request.", oauthError: code,
+            errorDescription: description.map { String($0.prefix(500)) }, status: status, retryAfter: retryAfter)
+    }
+
+    /// `Retry-After` as seconds or an HTTP date (RFC 9110 §10.2.3).
+    static func retryAfter(_ value: String) -> Duration? {
+        if let seconds = Int(value.trimmingCharacters(in: .whitespaces)), seconds >= 0 { return .seconds(seconds) }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+        guard let date = formatter.date(from: value) else { return nil }
+        return .seconds(max(0, Int(date.timeIntervalSinceNow.rounded(.up))))
+    }
+}

@@ -1,0 +1,47 @@
+public import Foundation
+
+/// What a provider says about itself (OpenID Connect Discovery 1.0 §3, RFC 8414 §2): its issuer
+/// and endpoints. Endpoints can also be set by configuration, because real providers leave some
+/// out of discovery.
+public struct ProviderMetadata: Sendable, Hashable {
+    /// The issuer identifier.
+    public var issuer: String
+    /// The endpoints, by kind.
+    public var endpoints: [EndpointKind: URL]
+    /// Every field of the document, as it came.
+    public var fields: [String: JSONValue]
+
+    /// Creates metadata.
+    public init(issuer: String, endpoints: [EndpointKind: URL], fields: [String: JSONValue] = [:]) {
+        self.issuer = issuer
+        self.endpoints = endpoints
+        self.fields = fields
+    }
+
+    /// The discovery keys of each endpoint kind. The global sign-out key is Latchkey's
+    /// development provider's own; other providers have no standard one.
+    static let keys: [EndpointKind: String] = [
+        .authorization: "authorization_endpoint", .token: "token_endpoint", .revocation: "revocation_endpoint",
+        .introspection: "introspection_endpoint", .userinfo: "userinfo_endpoint",
+        .endSession: "end_session_endpoint", .jwks: "jwks_uri",
+        .deviceAuthorization: "device_authorization_endpoint", .globalSignOut: "latchkey_global_signout_endpoint",
+    ]
+
+    /// Reads a discovery or RFC 8414 document.
+    init(document fields: [String: JSONValue]) throws(ProviderError) {
+        guard let issuer = fields["issuer"]?.stringValue else {
+            throw ProviderError(.invalidResponse, endpoint: .discovery, reason: "The discovery document has no issuer.")
+        }
+        var endpoints: [EndpointKind: URL] = [:]
+        for (kind, key) in Self.keys {
+            if let text = fields[key]?.stringValue, let url = URL(string: text) { endpoints[kind] = url }
+        }
+        self.init(issuer: issuer, endpoints: endpoints, fields: fields)
+    }
+
+    /// The grant types the document lists (often incomplete: a missing one may still work).
+    public var grantTypesSupported: [String] {
+        guard case .array(let values) = fields["grant_types_supported"] else { return [] }
+        return values.compactMap(\.stringValue)
+    }
+}

@@ -1,0 +1,251 @@
+import Crypto
+public import Foundation
+import HTTPTypes
+
+/// How a user signs in.
+public enum SignInMethod: Sendable {
+    /// The resource owner password grant (RFC 6749 §4.3): for scripts and tests only.
+    case password(username: String, password: String)
+    /// Authorization code with PKCE through the system browser and a loopback redirect
+    /// (RFC 8252). `open` is handed the URL to show the user; the sign-in fails with
+    /// ``ProviderError/Code/timedOut`` when the browser has not come back in `timeout`.
+    case browser(
+        listener: any LoopbackRedirectListener, timeout: Duration = .seconds(300),
+        open: @Sendable (URL) async -> Void)
+    /// The device authorization grant (RFC 8628): `prompt` is handed the code to show the user.
+    case deviceCode(prompt: @Sendable (DeviceAuthorization) async -> Void)
+}
+
+/// Listens on the loopback interface for the browser's redirect (RFC 8252 §7.3).
+public protocol LoopbackRedirectListener: Sendable {
+    /// Starts listening; the session knows the redirect URI to send.
+    func start() async throws(ProviderError) -> any LoopbackRedirectSession
+}
+
+/// One listening loopback redirect endpoint.
+public protocol LoopbackRedirectSession: Sendable {
+    /// The redirect URI, e.g. `http://127.0.0.1:53412/callback`.
+    var redirectURI: URL { get }
+    /// The URL the browser was redirected to, once it comes; ``ProviderError/Code/timedOut`` after `timeout`.
+    func callback(timeout: Duration) async throws(ProviderError) -> URL
+    /// Stops listening.
+    func close() async
+}
+
+/// An authorization request in progress: the URL to open, and what checks the answer.
+public struct AuthorizationRequest: Sendable {
+    /// The URL to open in the browser.
+    public let url: URL
+    /// The redirect URI sent (the exchange must send the same one).
+    public let redirectURI: URL
+    /// The `state` sent; the redirect must carry it back.
+    public let state: String
+    /// The `nonce` sent; the ID token must carry it.
+    public let nonce: String
+    let codeVerifier: String
+}
+
+/// A device authorization in progress (RFC 8628 §3.2): what to show the user.
+public struct DeviceAuthorization: Sendable {
+    /// The code the user types.
+    public let userCode: String
+    /// Where the user types it.
+    public let verificationURI: URL
+    /// A URL with the code already in it, when the provider gives one.
+    public let verificationURIComplete: URL?
+    /// When the code expires.
+    public let expiresAt: Date
+    /// Seconds between polls, as the provider asked.
+    public let interval: Int
+    let deviceCode: String
+}
+
+extension OpenIDProvider {
+    /// Signs a user in and stores the credential.
+    ///
+    /// - Parameters:
+    ///   - method: password, browser or device code.
+    ///   - scopes: the scopes to ask for; the configuration's by default.
+    ///   - store: where the credential goes.
+    ///   - tags: application tags for the credential.
+    ///   - makeDefault: make it the default account (the first account always becomes it).
+    /// - Returns: the credential's live handle.
+    public func signIn(
+        _ method: SignInMethod,
+        scopes: [String]? = nil,
+        into store: CredentialStore,
+        tags: [String: String] = [:],
+        makeDefault: Bool = false
+    ) async throws(ProviderError) -> Credential {
+        let token = try await token(for: method, scopes: scopes)
+        let stored: StoredCredential
+        do {
+            stored = try await store.add(token, tags: tags, makeDefault: makeDefault)
+        } catch {
+            throw .storage(error)
+        }
+        return credential(stored.id, in: store)
+    }
+
+    /// The tokens of a sign-in, not stored.
+    public func token(for method: SignInMethod, scopes: [String]? = nil) async throws(ProviderError) -> Token {
+        switch method {
+        case .password(let username, let password):
+            return try await passwordToken(username: username, password: password, scopes: scopes)
+        case .browser(let listener, let timeout, let open):
+            let session = try await listener.start()
+            do {
+                let request = try await authorizationRequest(redirectURI: session.redirectURI, scopes: scopes)
+                await open(request.url)
+                let callback = try await session.callback(timeout: timeout)
+                await session.close()
+                return try await completeAuthorization(request, callbackURL: callback)
+            } catch {
+                await session.close()
+                throw error
+            }
+        case .deviceCode(let prompt):
+            let authorization = try await startDeviceAuthorization(scopes: scopes)
+            await prompt(authorization)
+            return try await completeDeviceAuthorization(authorization)
+        }
+    }
+
+    // MARK: Authorization code + PKCE (RFC 6749 §4.1, RFC 7636, RFC 8252)
+
+    /// Builds an authorization request with a fresh `state`, `nonce` and PKCE S256 pair.
+    public func authorizationRequest(redirectURI: URL, scopes: [String]? = nil, prompt: String? = nil)
+        async throws(ProviderError) -> AuthorizationRequest
+    {
+        let endpoint = try await endpoint(.authorization)
+        guard EndpointSecurity.isAcceptable(endpoint) else {
+            throw ProviderError(
+                .insecureEndpoint, endpoint: .authorization, reason: "The authorization endpoint is not https.")
+        }
+        let verifier = Self.randomString(bytes: 32)
+        let challenge = Self.base64URL(Data(SHA256.hash(data: Data(verifier.utf8))))
+        let state = Self.randomString(bytes: 16)
+        let nonce = Self.randomString(bytes: 16)
+        var components = URLComponents(url: endpoint, resolvingAgainstBaseURL: false)
+        var items = components?.queryItems ?? []
+        items += [
+            URLQueryItem(name: "response_type", value: "code"),
+            URLQueryItem(name: "client_id", value: configuration.clientID),
+            URLQueryItem(name: "redirect_uri", value: redirectURI.absoluteString),
+            URLQueryItem(name: "scope", value: (scopes ?? configuration.scopes).joined(separator: " ")),
+            URLQueryItem(name: "state", value: state), URLQueryItem(name: "nonce", value: nonce),
+            URLQueryItem(name: "code_challenge", value: challenge),
+            URLQueryItem(name: "code_challenge_method", value: "S256"),
+        ]
+        if let prompt { items.append(URLQueryItem(name: "prompt", value: prompt)) }
+        components?.queryItems = items
+        // URLComponents leaves "+" as is, which a server reads as a space.
+        let query = components?.percentEncodedQuery?.replacingOccurrences(of: "+", with: "%2B")
+        components?.percentEncodedQuery = query
+        guard let url = components?.url else {
+            throw ProviderError(
+                .invalidResponse, endpoint: .authorization, reason: "The authorization URL is not valid.")
+        }
+        return AuthorizationRequest(
+            url: url, redirectURI: redirectURI, state: state, nonce: nonce, codeVerifier: verifier)
+    }
+
+    /// Checks the redirect the browser came back with and exchanges its code for tokens.
+    public func completeAuthorization(_ request: AuthorizationRequest, callbackURL: URL) async throws(ProviderError)
+        -> Token
+    {
+        let items = URLComponents(url: callbackURL, resolvingAgainstBaseURL: false)?.queryItems ?? []
+        func value(_ name: String) -> String? { items.first { $0.name == name }?.value }
+        guard value("state") == request.state else {
+            throw ProviderError(
+                .stateMismatch, endpoint: .authorization,
+                reason: "The redirect's state is not the one sent; the answer was not for this request.")
+        }
+        if let error = value("error") {
+            throw ProviderError(
+                .oauth, endpoint: .authorization, reason: "The provider refused the authorization request.",
+                oauthError: OAuthErrorCode(rawValue: error), errorDescription: value("error_description"))
+        }
+        if let issuer = value("iss"), issuer != (try await metadata().issuer) {
+            throw ProviderError(
+                .invalidResponse, endpoint: .authorization, reason: "The redirect names another issuer (RFC 9207).")
+        }
+        guard let code = value("code") else {
+            throw ProviderError(.invalidResponse, endpoint: .authorization, reason: "The redirect carries no code.")
+        }
+        return try await tokenRequest(
+            [
+                ("grant_type", "authorization_code"), ("code", code),
+                ("redirect_uri", request.redirectURI.absoluteString), ("code_verifier", request.codeVerifier),
+            ], nonce: request.nonce)
+    }
+
+    // MARK: Device authorization grant (RFC 8628)
+
+    /// Asks for a device code and a user code.
+    public func startDeviceAuthorization(scopes: [String]? = nil) async throws(ProviderError) -> DeviceAuthorization {
+        let form = [("scope", (scopes ?? configuration.scopes).joined(separator: " "))]
+        let fields = try await requestJSON(
+            .deviceAuthorization, url: try await endpoint(.deviceAuthorization), method: .post, form: form,
+            authentication: configuration.authentication(for: .deviceAuthorization))
+        guard let deviceCode = fields["device_code"]?.stringValue, let userCode = fields["user_code"]?.stringValue,
+            let uri = (fields["verification_uri"] ?? fields["verification_url"])?.stringValue,
+            let verificationURI = URL(string: uri)
+        else {
+            throw ProviderError(
+                .invalidResponse, endpoint: .deviceAuthorization,
+                reason: "The device authorization answer lacks fields.")
+        }
+        let expiresIn = fields["expires_in"]?.doubleValue ?? 600
+        return DeviceAuthorization(
+            userCode: userCode, verificationURI: verificationURI,
+            verificationURIComplete: fields["verification_uri_complete"]?.stringValue.flatMap(URL.init(string:)),
+            expiresAt: now().addingTimeInterval(expiresIn), interval: Int(fields["interval"]?.doubleValue ?? 5),
+            deviceCode: deviceCode)
+    }
+
+    /// Polls the token endpoint until the user approves, denies, or the code expires.
+    public func completeDeviceAuthorization(_ authorization: DeviceAuthorization) async throws(ProviderError) -> Token {
+        var interval = max(authorization.interval, 1)
+        while true {
+            guard now() < authorization.expiresAt else {
+                throw ProviderError(
+                    .timedOut, endpoint: .deviceAuthorization,
+                    reason: "The device code expired before the user finished.")
+            }
+            do {
+                try await sleep(.seconds(interval))
+            } catch {
+                throw ProviderError(.cancelled, reason: "Waiting for the device sign-in was cancelled.")
+            }
+            do {
+                return try await tokenRequest([
+                    ("grant_type", "urn:ietf:params:oauth:grant-type:device_code"),
+                    ("device_code", authorization.deviceCode),
+                ])
+            } catch {
+                switch error.oauthError {
+                case .authorizationPending?:
+                    continue
+                case .slowDown?:
+                    interval += 5  // RFC 8628 §3.5
+                case .expiredToken?:
+                    throw ProviderError(
+                        .timedOut, endpoint: .token, reason: "The device code expired before the user finished.",
+                        oauthError: .expiredToken)
+                default:
+                    throw error
+                }
+            }
+        }
+    }
+
+    static func randomString(bytes: Int) -> String {
+        base64URL(SymmetricKey(size: SymmetricKeySize(bitCount: bytes * 8)).withUnsafeBytes { Data($0) })
+    }
+
+    static func base64URL(_ data: Data) -> String {
+        data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+}

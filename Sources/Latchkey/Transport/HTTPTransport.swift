@@ -1,0 +1,94 @@
+public import Foundation
+public import HTTPTypes
+
+/// Sends HTTP requests for Latchkey. Inject one into providers; `LatchkeyHTTP` has the
+/// AsyncHTTPClient one (the Linux and server default), and on Apple platforms
+/// ``URLSessionTransport`` is available.
+///
+/// Implementations must never follow redirects (token-bearing requests must not be replayed
+/// to another host), must stop reading a body past ``HTTPTransportOptions/maximumBodySize``,
+/// and must honour the timeout.
+public protocol HTTPTransport: Sendable {
+    /// Sends `request` with `body` and returns the response with its whole body.
+    func send(_ request: HTTPRequest, body: Data?, options: HTTPTransportOptions) async throws(TransportError)
+        -> HTTPTransportResponse
+}
+
+/// Limits of one request.
+public struct HTTPTransportOptions: Sendable, Hashable {
+    /// The longest the whole exchange may take.
+    public var timeout: Duration
+    /// The largest response body accepted, in bytes.
+    public var maximumBodySize: Int
+
+    /// Creates options; the defaults are 30 seconds and 1 MiB.
+    public init(timeout: Duration = .seconds(30), maximumBodySize: Int = 1 << 20) {
+        self.timeout = timeout
+        self.maximumBodySize = maximumBodySize
+    }
+}
+
+/// A response and its body.
+public struct HTTPTransportResponse: Sendable {
+    /// Status and headers.
+    public var response: HTTPResponse
+    /// The body, at most the size the options allowed.
+    public var body: Data
+
+    /// Creates a response.
+    public init(response: HTTPResponse, body: Data) {
+        self.response = response
+        self.body = body
+    }
+}
+
+/// Why a request got no HTTP response.
+public struct TransportError: Error, Sendable, CustomStringConvertible {
+    /// The kind of failure.
+    public enum Kind: String, Sendable, Hashable {
+        /// The connection could not be made, or was closed before a response.
+        case connectionFailed
+        /// No response within the timeout.
+        case timedOut
+        /// The response body was larger than allowed.
+        case bodyTooLarge
+        /// The URL is not one Latchkey will send to (malformed, or http to a non-loopback host).
+        case invalidURL
+        /// The task was cancelled.
+        case cancelled
+    }
+
+    /// The kind of failure.
+    public var kind: Kind
+    /// What happened, without secrets.
+    public var reason: String
+    /// The error of the underlying client, if any.
+    public var underlying: (any Error & Sendable)?
+
+    /// Creates a transport error.
+    public init(_ kind: Kind, _ reason: String, underlying: (any Error & Sendable)? = nil) {
+        self.kind = kind
+        self.reason = reason
+        self.underlying = underlying
+    }
+
+    public var description: String { reason }
+}
+
+/// Where Latchkey sends tokens: https everywhere, plain http only to the loopback interface.
+public enum EndpointSecurity {
+    /// Whether `url` is an acceptable endpoint.
+    public static func isAcceptable(_ url: URL) -> Bool {
+        guard let scheme = url.scheme?.lowercased(), let host = url.host else { return false }
+        if scheme == "https" { return true }
+        return scheme == "http" && isLoopback(host: host)
+    }
+
+    /// Whether `host` names the loopback interface (127.0.0.0/8, ::1, localhost).
+    public static func isLoopback(host: String) -> Bool {
+        let host = host.trimmingCharacters(in: CharacterSet(charactersIn: "[]")).lowercased()
+        if host == "localhost" || host == "::1" || host.hasSuffix(".localhost") { return true }
+        let parts = host.split(separator: ".")
+        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
+    }
+}

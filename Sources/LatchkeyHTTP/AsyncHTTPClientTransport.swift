@@ -1,0 +1,79 @@
+public import AsyncHTTPClient
+public import Foundation
+public import HTTPTypes
+public import Latchkey
+import NIOCore
+import NIOHTTP1
+
+/// ``HTTPTransport`` over AsyncHTTPClient: Latchkey's default on Linux and servers.
+///
+/// Redirects are never followed, bodies are read up to the request's size cap, and each
+/// request has its own deadline.
+public final class AsyncHTTPClientTransport: HTTPTransport {
+    private let client: HTTPClient
+    private let ownsClient: Bool
+
+    /// Uses an HTTP client of its own (redirects off), shut down by ``shutdown()``.
+    public init() {
+        client = HTTPClient(
+            eventLoopGroupProvider: .singleton,
+            configuration: HTTPClient.Configuration(redirectConfiguration: .disallow))
+        ownsClient = true
+    }
+
+    /// Uses `client`, which the caller owns. It must not follow redirects.
+    public init(client: HTTPClient) {
+        self.client = client
+        ownsClient = false
+    }
+
+    /// Shuts the transport's own client down (a client passed in is left alone).
+    public func shutdown() async throws {
+        if ownsClient { try await client.shutdown() }
+    }
+
+    /// A process-wide transport that is never shut down, for command-line tools.
+    public static let shared = AsyncHTTPClientTransport()
+
+    public func send(_ request: HTTPRequest, body: Data?, options: HTTPTransportOptions) async throws(TransportError)
+        -> HTTPTransportResponse
+    {
+        guard let url = request.url else { throw TransportError(.invalidURL, "The request has no URL.") }
+        var outgoing = HTTPClientRequest(url: url.absoluteString)
+        outgoing.method = HTTPMethod(rawValue: request.method.rawValue)
+        for field in request.headerFields { outgoing.headers.add(name: field.name.rawName, value: field.value) }
+        if let body { outgoing.body = .bytes(ByteBuffer(bytes: body)) }
+        let deadline =
+            NIODeadline.now()
+            + .nanoseconds(
+                Int64(
+                    options.timeout.components.seconds * 1_000_000_000
+                        + options.timeout.components.attoseconds / 1_000_000_000))
+        do {
+            let response = try await client.execute(outgoing, deadline: deadline)
+            let bytes = try await response.body.collect(upTo: options.maximumBodySize)
+            var fields = HTTPFields()
+            for header in response.headers {
+                if let name = HTTPField.Name(header.name) { fields.append(HTTPField(name: name, value: header.value)) }
+            }
+            let status = HTTPResponse.Status(code: Int(response.status.code))
+            return HTTPTransportResponse(
+                response: HTTPResponse(status: status, headerFields: fields), body: Data(bytes.readableBytesView))
+        } catch let error as NIOTooManyBytesError {
+            throw TransportError(
+                .bodyTooLarge, "The response body is larger than \(options.maximumBodySize) bytes.", underlying: error)
+        } catch let error as HTTPClientError {
+            if error == .deadlineExceeded || error == .readTimeout || error == .connectTimeout {
+                throw TransportError(
+                    .timedOut, "No answer from \(url.host ?? "the server") in time.", underlying: error)
+            }
+            if error == .cancelled { throw TransportError(.cancelled, "The request was cancelled.", underlying: error) }
+            throw TransportError(
+                .connectionFailed, "The connection to \(url.host ?? "the server") failed.", underlying: error)
+        } catch is CancellationError {
+            throw TransportError(.cancelled, "The request was cancelled.")
+        } catch {
+            throw TransportError(.connectionFailed, "The connection to \(url.host ?? "the server") failed.")
+        }
+    }
+}
