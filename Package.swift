@@ -101,6 +101,18 @@ let package = Package(
             dependencies: ["Latchkey", "LatchkeySQLite"],
             swiftSettings: strictSettings
         ),
+        // The client against the development provider and Glewlwyd, over real HTTP on loopback.
+        .testTarget(
+            name: "LatchkeyClientTests",
+            dependencies: [
+                "Latchkey", "LatchkeyHTTP", "LatchkeyDevProvider", "LatchkeySQLite",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: strictSettings
+        ),
         // Conformance tests of the development provider, over real HTTP on loopback.
         .testTarget(
             name: "LatchkeyDevProviderTests",

@@ -96,9 +96,12 @@ public actor Credential {
     /// access token is returned. A rejected refresh token throws
     /// ``ProviderError/Code/signInRequired`` and deletes nothing; network failures are
     /// retryable and delete nothing.
+    ///
+    /// For tokens that live less than twice `minimumValidity`, half their lifetime is used
+    /// instead, so a provider's short-lived tokens are not refreshed on every call.
     public func accessToken(minimumValidity: TimeInterval = 60) async throws(ProviderError) -> String {
         let token = try await stored().token
-        if let accessToken = token.accessToken, !token.expires(within: minimumValidity, at: now()) {
+        if let accessToken = token.accessToken, !needsRefresh(token, minimumValidity: minimumValidity) {
             return accessToken
         }
         let refreshed = try await sharedRefresh(minimumValidity: minimumValidity)
@@ -106,6 +109,14 @@ public actor Credential {
             throw ProviderError(.invalidResponse, endpoint: .token, reason: "The refresh gave no access token.")
         }
         return accessToken
+    }
+
+    private func needsRefresh(_ token: Token, minimumValidity: TimeInterval) -> Bool {
+        var margin = minimumValidity
+        if let expiresAt = token.expiresAt {
+            margin = min(margin, expiresAt.timeIntervalSince(token.issuedAt) / 2)
+        }
+        return token.expires(within: margin, at: now())
     }
 
     /// Refreshes now, whatever the access token's expiry.
@@ -128,7 +139,7 @@ public actor Credential {
             let current = try await stored()
             // Another process sharing the store may have refreshed already.
             if let minimumValidity, current.token.accessToken != nil,
-                !current.token.expires(within: minimumValidity, at: now())
+                !needsRefresh(current.token, minimumValidity: minimumValidity)
             {
                 return .success(current.token)
             }

@@ -1,0 +1,196 @@
+import AsyncHTTPClient
+import Foundation
+import Latchkey
+import LatchkeyDevProvider
+import LatchkeyHTTP
+import NIOCore
+import NIOHTTP1
+import Synchronization
+import Testing
+
+/// The transport every client test uses.
+let transport = AsyncHTTPClientTransport.shared
+
+/// Whether a suite whose outside provider is missing must fail instead of being skipped
+/// (the README's test command and CI set it).
+let providersRequired = ProcessInfo.processInfo.environment["LATCHKEY_REQUIRE_PROVIDERS"] == "1"
+
+/// The Glewlwyd instance `scripts/providers/glewlwyd start` left running, if any.
+enum Glewlwyd {
+    struct Environment: Decodable, Sendable {
+        var issuer: String
+        var base_url: String
+        var login_api: String
+        var confidential_client_id: String
+        var public_client_id: String
+        var client_secret: String
+        var pid: Int32
+    }
+
+    static var environmentFile: URL {
+        if let path = ProcessInfo.processInfo.environment["LATCHKEY_GLEWLWYD_ENV"] { return URL(fileURLWithPath: path) }
+        return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent(".providers/glewlwyd/env.json")
+    }
+
+    /// The running instance's settings, or nil when none runs.
+    static var environment: Environment? {
+        guard let data = try? Data(contentsOf: environmentFile),
+            let environment = try? JSONDecoder().decode(Environment.self, from: data),
+            kill(environment.pid, 0) == 0
+        else { return nil }
+        return environment
+    }
+
+    /// Run when Glewlwyd runs, or always when providers are required (then a missing one fails).
+    static var isEnabled: Bool { providersRequired || environment != nil }
+
+    static func require() throws -> Environment {
+        try #require(environment, "Glewlwyd is not running: start it with scripts/providers/glewlwyd start")
+    }
+}
+
+/// A provider the shared scenarios run against.
+enum ProviderKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case dev
+    case glewlwyd
+
+    var testDescription: String { rawValue }
+
+    /// The kinds to run: the development provider always, Glewlwyd when enabled.
+    static var enabled: [ProviderKind] { Glewlwyd.isEnabled ? [.dev, .glewlwyd] : [.dev] }
+}
+
+/// One provider running for a test, with what the test needs to drive it.
+struct Harness: Sendable {
+    let kind: ProviderKind
+    let provider: OpenIDProvider
+    let store: CredentialStore
+    let dev: DevProvider?
+    let glewlwyd: Glewlwyd.Environment?
+    /// An introspecting client that may look at every token of the test client.
+    let inspector: OpenIDProvider
+
+    /// Whether `token` is active, asked of the provider.
+    func isActive(_ token: String?) async throws -> Bool {
+        guard let token else { return false }
+        return try await inspector.introspect(token, kind: .accessToken).active
+    }
+
+    func stop() async { await dev?.stop() }
+}
+
+/// Starts `kind` and a client for it.
+func makeHarness(
+    _ kind: ProviderKind,
+    devConfiguration: DevProviderConfiguration = .default,
+    scopes: [String]? = nil,
+    now: (@Sendable () -> Date)? = nil,
+    tweak: (inout OpenIDProviderConfiguration) -> Void = { _ in }
+) async throws -> Harness {
+    let store = CredentialStore.inMemory()
+    let clock = now ?? { Date() }
+    switch kind {
+    case .dev:
+        let dev = try await DevProvider.start(configuration: devConfiguration, now: clock)
+        var configuration = OpenIDProviderConfiguration(
+            issuer: dev.issuer, clientID: "latchkey-cli",
+            scopes: scopes ?? ["openid", "profile", "email", "offline_access"])
+        tweak(&configuration)
+        let inspector = OpenIDProvider(
+            configuration: OpenIDProviderConfiguration(
+                issuer: dev.issuer, clientID: "latchkey-confidential",
+                authentication: .basic(secret: "latchkey-confidential-secret")),
+            transport: transport)
+        return Harness(
+            kind: kind, provider: OpenIDProvider(configuration: configuration, transport: transport, now: clock),
+            store: store, dev: dev, glewlwyd: nil, inspector: inspector)
+    case .glewlwyd:
+        let environment = try Glewlwyd.require()
+        let issuer = try #require(URL(string: environment.issuer))
+        // Glewlwyd's quirks: the password grant and revocation need the confidential client.
+        var configuration = OpenIDProviderConfiguration(
+            issuer: issuer, clientID: environment.confidential_client_id,
+            authentication: .basic(secret: environment.client_secret),
+            scopes: scopes?.filter { $0 != "device_sso" } ?? ["openid", "profile", "email", "offline_access"])
+        tweak(&configuration)
+        // client_secret_post introspection sees every client's tokens there.
+        let inspector = OpenIDProvider(
+            configuration: OpenIDProviderConfiguration(
+                issuer: issuer, clientID: environment.confidential_client_id,
+                authentication: .post(secret: environment.client_secret)),
+            transport: transport)
+        return Harness(
+            kind: kind, provider: OpenIDProvider(configuration: configuration, transport: transport, now: clock),
+            store: store, dev: nil, glewlwyd: environment, inspector: inspector)
+    }
+}
+
+func withHarness(
+    _ kind: ProviderKind,
+    devConfiguration: DevProviderConfiguration = .default,
+    scopes: [String]? = nil,
+    now: (@Sendable () -> Date)? = nil,
+    tweak: (inout OpenIDProviderConfiguration) -> Void = { _ in },
+    _ body: (Harness) async throws -> Void
+) async throws {
+    let harness = try await makeHarness(
+        kind, devConfiguration: devConfiguration, scopes: scopes, now: now, tweak: tweak)
+    do {
+        try await body(harness)
+    } catch {
+        await harness.stop()
+        throw error
+    }
+    await harness.stop()
+}
+
+/// A clock tests move by hand.
+final class ManualClock: Sendable {
+    private let offset = Mutex<TimeInterval>(0)
+    var now: Date { Date().addingTimeInterval(offset.withLock { $0 }) }
+    func advance(_ seconds: TimeInterval) { offset.withLock { $0 += seconds } }
+}
+
+/// Plays the browser: signs in at the provider's page and follows the redirect to the listener.
+enum Browser {
+    static let client = HTTPClient(
+        eventLoopGroupProvider: .singleton, configuration: HTTPClient.Configuration(redirectConfiguration: .disallow))
+
+    static func signIn(at url: URL, harness: Harness, username: String = "alice", password: String = "alice-password")
+        async throws
+    {
+        let location: String
+        switch harness.kind {
+        case .dev:
+            // The dev provider's form posts every query parameter back with the credentials.
+            let items = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems ?? []
+            var request = HTTPClientRequest(url: url.absoluteString.components(separatedBy: "?")[0])
+            request.method = .POST
+            request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
+            var components = URLComponents()
+            components.queryItems =
+                items + [
+                    URLQueryItem(name: "username", value: username), URLQueryItem(name: "password", value: password),
+                ]
+            let body = components.percentEncodedQuery?.replacingOccurrences(of: "+", with: "%2B") ?? ""
+            request.body = .bytes(ByteBuffer(string: body))
+            let response = try await client.execute(request, timeout: .seconds(10))
+            location = try #require(response.headers.first(name: "Location"))
+        case .glewlwyd:
+            let environment = try #require(harness.glewlwyd)
+            var login = HTTPClientRequest(url: environment.login_api)
+            login.method = .POST
+            login.headers.add(name: "Content-Type", value: "application/json")
+            login.body = .bytes(ByteBuffer(string: #"{"username":"\#(username)","password":"\#(password)"}"#))
+            let loggedIn = try await client.execute(login, timeout: .seconds(10))
+            let cookie = try #require(loggedIn.headers.first(name: "Set-Cookie")?.split(separator: ";").first)
+            var authorize = HTTPClientRequest(url: url.absoluteString + "&g_continue")
+            authorize.headers.add(name: "Cookie", value: String(cookie))
+            let response = try await client.execute(authorize, timeout: .seconds(10))
+            location = try #require(response.headers.first(name: "Location"))
+        }
+        _ = try await client.execute(HTTPClientRequest(url: location), timeout: .seconds(10))
+    }
+}
