@@ -39,6 +39,9 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(
+                    name: "HTTPTypesFoundation", package: "swift-http-types",
+                    condition: .when(platforms: [.macOS, .iOS, .tvOS, .watchOS, .visionOS])),
                 .product(name: "JWTKit", package: "jwt-kit"),
             ],
             swiftSettings: strictSettings
