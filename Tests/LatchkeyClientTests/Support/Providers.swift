@@ -19,12 +19,21 @@ let providersRequired = ProcessInfo.processInfo.environment["LATCHKEY_REQUIRE_PR
 enum Glewlwyd {
     struct Environment: Decodable, Sendable {
         var issuer: String
-        var base_url: String
-        var login_api: String
-        var confidential_client_id: String
-        var public_client_id: String
-        var client_secret: String
+        var baseURL: String
+        var loginAPI: String
+        var confidentialClientID: String
+        var publicClientID: String
+        var clientSecret: String
         var pid: Int32
+
+        enum CodingKeys: String, CodingKey {
+            case issuer, pid
+            case baseURL = "base_url"
+            case loginAPI = "login_api"
+            case confidentialClientID = "confidential_client_id"
+            case publicClientID = "public_client_id"
+            case clientSecret = "client_secret"
+        }
     }
 
     static var environmentFile: URL {
@@ -111,15 +120,15 @@ func makeHarness(
         let issuer = try #require(URL(string: environment.issuer))
         // Glewlwyd's quirks: the password grant and revocation need the confidential client.
         var configuration = OpenIDProviderConfiguration(
-            issuer: issuer, clientID: environment.confidential_client_id,
-            authentication: .basic(secret: environment.client_secret),
+            issuer: issuer, clientID: environment.confidentialClientID,
+            authentication: .basic(secret: environment.clientSecret),
             scopes: scopes?.filter { $0 != "device_sso" } ?? ["openid", "profile", "email", "offline_access"])
         tweak(&configuration)
-        // client_secret_post introspection sees every client's tokens there.
+        // clientSecret_post introspection sees every client's tokens there.
         let inspector = OpenIDProvider(
             configuration: OpenIDProviderConfiguration(
-                issuer: issuer, clientID: environment.confidential_client_id,
-                authentication: .post(secret: environment.client_secret)),
+                issuer: issuer, clientID: environment.confidentialClientID,
+                authentication: .post(secret: environment.clientSecret)),
             transport: transport)
         return Harness(
             kind: kind, provider: OpenIDProvider(configuration: configuration, transport: transport, now: clock),
@@ -180,7 +189,7 @@ enum Browser {
             location = try #require(response.headers.first(name: "Location"))
         case .glewlwyd:
             let environment = try #require(harness.glewlwyd)
-            var login = HTTPClientRequest(url: environment.login_api)
+            var login = HTTPClientRequest(url: environment.loginAPI)
             login.method = .POST
             login.headers.add(name: "Content-Type", value: "application/json")
             login.body = .bytes(ByteBuffer(string: #"{"username":"\#(username)","password":"\#(password)"}"#))
