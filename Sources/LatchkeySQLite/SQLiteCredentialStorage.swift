@@ -1,5 +1,5 @@
 public import Crypto
-import Foundation
+public import Foundation
 import GRDB
 public import Latchkey
 public import Logging
@@ -184,6 +184,106 @@ public final class SQLiteCredentialStorage: CredentialStorage {
                 arguments: [id.rawValue])
         }
     }
+
+    // MARK: The revocation outbox
+
+    public func enqueue(_ entry: OutboxEntry) async throws(StorageError) {
+        let row = try encode(entry)
+        try await write { db in
+            try db.execute(
+                sql: """
+                    INSERT OR REPLACE INTO outbox (issuer, client_id, kind, account, sealed_token, token_expires_at,
+                        created_at, attempts, next_attempt_at, last_error, id)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: row.arguments)
+        }
+    }
+
+    public func outboxEntries() async throws(StorageError) -> [OutboxEntry] {
+        do {
+            return try await pool.read { db in
+                try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT id, issuer, client_id, kind, account, sealed_token, token_expires_at, created_at,
+                            attempts, next_attempt_at, last_error
+                        FROM outbox ORDER BY next_attempt_at, created_at
+                        """
+                ).map(self.decodeOutbox)
+            }
+        } catch {
+            throw Self.storageError(error, path: path)
+        }
+    }
+
+    public func updateOutboxEntry(_ entry: OutboxEntry) async throws(StorageError) {
+        let row = try encode(entry)
+        try await write { db in
+            try db.execute(
+                sql: """
+                    UPDATE outbox SET issuer = ?, client_id = ?, kind = ?, account = ?, sealed_token = ?,
+                        token_expires_at = ?, created_at = ?, attempts = ?, next_attempt_at = ?, last_error = ?
+                    WHERE id = ?
+                    """,
+                arguments: row.arguments)
+        }
+    }
+
+    public func removeOutboxEntry(_ id: UUID) async throws(StorageError) {
+        try await write { db in
+            try db.execute(sql: "DELETE FROM outbox WHERE id = ?", arguments: [id.uuidString])
+        }
+    }
+
+    private struct OutboxRow: Sendable {
+        var id: String
+        var issuer: String
+        var clientID: String
+        var kind: String
+        var account: String?
+        var sealedToken: Data
+        var tokenExpiresAt: Double?
+        var createdAt: Double
+        var attempts: Int
+        var nextAttemptAt: Double
+        var lastError: String?
+
+        /// In the order of the `INSERT` and `UPDATE` statements: every column, then the id.
+        var arguments: StatementArguments {
+            [issuer, clientID, kind, account, sealedToken, tokenExpiresAt, createdAt, attempts, nextAttemptAt, lastError, id]
+        }
+    }
+
+    private func encode(_ entry: OutboxEntry) throws(StorageError) -> OutboxRow {
+        OutboxRow(
+            id: entry.id.uuidString, issuer: entry.provider.issuer, clientID: entry.provider.clientID,
+            kind: entry.kind.rawValue, account: entry.account,
+            sealedToken: try sealer.seal(Data(entry.token.utf8), context: Self.outboxContext(entry.id.uuidString)),
+            tokenExpiresAt: entry.tokenExpiresAt?.timeIntervalSinceReferenceDate,
+            createdAt: entry.createdAt.timeIntervalSinceReferenceDate, attempts: entry.attempts,
+            nextAttemptAt: entry.nextAttemptAt.timeIntervalSinceReferenceDate, lastError: entry.lastError)
+    }
+
+    private func decodeOutbox(_ row: Row) throws -> OutboxEntry {
+        let idText = try row.decode(String.self, atIndex: 0)
+        guard let id = UUID(uuidString: idText), let kind = TokenKind(rawValue: try row.decode(String.self, atIndex: 3)),
+            let plaintext = sealer.open(try row.decode(Data.self, atIndex: 5), context: Self.outboxContext(idText))
+        else {
+            throw StorageError(.corruptRecord, path: path, reason: "The outbox entry \(idText) cannot be read: its data is damaged.")
+        }
+        return OutboxEntry(
+            id: id,
+            provider: ProviderIdentity(issuer: try row.decode(String.self, atIndex: 1), clientID: try row.decode(String.self, atIndex: 2)),
+            kind: kind, token: String(decoding: plaintext, as: UTF8.self), account: try row.decode(String?.self, atIndex: 4),
+            tokenExpiresAt: try row.decode(Double?.self, atIndex: 6).map(Date.init(timeIntervalSinceReferenceDate:)),
+            createdAt: Date(timeIntervalSinceReferenceDate: try row.decode(Double.self, atIndex: 7)),
+            attempts: try row.decode(Int.self, atIndex: 8),
+            nextAttemptAt: Date(timeIntervalSinceReferenceDate: try row.decode(Double.self, atIndex: 9)),
+            lastError: try row.decode(String?.self, atIndex: 10))
+    }
+
+    private static func outboxContext(_ id: String) -> String { "latchkey.outbox:\(id)" }
 
     // MARK: Rows
 

@@ -34,7 +34,26 @@ enum Schema {
                         value BLOB
                     );
                     """)
-        }
+        },
+        { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE outbox (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        issuer TEXT NOT NULL,
+                        client_id TEXT NOT NULL,
+                        kind TEXT NOT NULL,
+                        account TEXT,
+                        sealed_token BLOB NOT NULL,
+                        token_expires_at REAL,
+                        created_at REAL NOT NULL,
+                        attempts INTEGER NOT NULL,
+                        next_attempt_at REAL NOT NULL,
+                        last_error TEXT
+                    );
+                    CREATE INDEX outbox_next_attempt ON outbox(next_attempt_at);
+                    """)
+        },
     ]
 
     static var currentVersion: Int { migrations.count }

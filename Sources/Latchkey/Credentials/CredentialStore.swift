@@ -33,7 +33,8 @@ public actor CredentialStore {
     public nonisolated let storage: any CredentialStorage
     private let events = Broadcast<CredentialStoreEvent>()
     private let logger: Logger
-    private let now: @Sendable () -> Date
+    let now: @Sendable () -> Date
+    private var providers: [ProviderIdentity: any IdentityProvider] = [:]
 
     /// Creates a store over `storage`.
     ///
@@ -144,6 +145,19 @@ public actor CredentialStore {
         events.send(.removed(id))
         if deletion.clearedDefault { events.send(.defaultChanged(nil)) }
         return true
+    }
+
+    // MARK: Providers
+
+    /// Registers the provider that credentials of its issuer and client came from, so that
+    /// sign-out and the revocation outbox can reach it.
+    public func register(_ provider: any IdentityProvider) {
+        providers[provider.identity] = provider
+    }
+
+    /// The registered provider of `identity`.
+    public func provider(for identity: ProviderIdentity) -> (any IdentityProvider)? {
+        providers[identity]
     }
 
     // MARK: Reading

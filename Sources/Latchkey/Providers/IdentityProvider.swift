@@ -1,3 +1,5 @@
+public import Foundation
+
 /// What a ``Credential`` needs from the provider its tokens came from. ``OpenIDProvider``
 /// implements it for standards-based providers; other providers (Amazon Cognito's own API)
 /// implement it over their wire protocol.
@@ -18,6 +20,35 @@ public protocol IdentityProvider: Sendable {
 
     /// What the provider says about a token (RFC 7662).
     func introspect(_ value: String, kind: TokenKind) async throws(ProviderError) -> Introspection
+
+    /// Signs the user out on every device: the provider invalidates all the user's tokens.
+    /// Throws ``ProviderError/Code/unsupported`` when the provider has no such mechanism.
+    func globalSignOut(accessToken: String) async throws(ProviderError)
+
+    /// Ends the provider's session for this sign-in (RP-initiated logout). Returns `nil` when
+    /// that happened server to server, or a URL a browser must open to finish it. Throws
+    /// ``ProviderError/Code/unsupported`` when the provider has no such endpoint.
+    func endSession(idToken: String?) async throws(ProviderError) -> URL?
+
+    /// The kinds of token the provider can revoke one by one.
+    var revocableKinds: Set<TokenKind> { get }
+
+    /// Whether the provider has a global sign-out.
+    func supportsGlobalSignOut() async -> Bool
+}
+
+extension IdentityProvider {
+    public func globalSignOut(accessToken: String) async throws(ProviderError) {
+        throw ProviderError(.unsupported, endpoint: .globalSignOut, reason: "The provider has no global sign-out.")
+    }
+
+    public func endSession(idToken: String?) async throws(ProviderError) -> URL? {
+        throw ProviderError(.unsupported, endpoint: .endSession, reason: "The provider has no end-session endpoint.")
+    }
+
+    public var revocableKinds: Set<TokenKind> { [.accessToken, .refreshToken, .deviceSecret] }
+
+    public func supportsGlobalSignOut() async -> Bool { false }
 }
 
 /// An introspection answer (RFC 7662 §2.2).

@@ -253,6 +253,58 @@ public actor OpenIDProvider: IdentityProvider {
             secrets: [accessToken])
     }
 
+    // MARK: Sign-out
+
+    /// Global sign-out through the provider's own endpoint (Latchkey's development provider
+    /// advertises one as `latchkey_global_signout_endpoint`). Providers without one throw
+    /// ``ProviderError/Code/unsupported``.
+    public func globalSignOut(accessToken: String) async throws(ProviderError) {
+        let url: URL
+        do {
+            url = try await endpoint(.globalSignOut)
+        } catch {
+            throw ProviderError(.unsupported, endpoint: .globalSignOut, reason: "The provider has no global sign-out endpoint.")
+        }
+        _ = try await request(.globalSignOut, url: url, method: .post, form: [], bearer: accessToken, secrets: [accessToken])
+    }
+
+    /// Whether discovery or configuration names a global sign-out endpoint.
+    public func supportsGlobalSignOut() async -> Bool {
+        (try? await endpoint(.globalSignOut)) != nil
+    }
+
+    /// RP-initiated logout with `id_token_hint` (OpenID Connect RP-Initiated Logout 1.0 §2).
+    /// A 2xx answer means the session ended server to server; a redirect means the provider wants
+    /// a browser, so the URL to open is returned.
+    public func endSession(idToken: String?) async throws(ProviderError) -> URL? {
+        let base: URL
+        do {
+            base = try await endpoint(.endSession)
+        } catch {
+            throw ProviderError(.unsupported, endpoint: .endSession, reason: "The provider has no end-session endpoint.")
+        }
+        var components = URLComponents(url: base, resolvingAgainstBaseURL: false)
+        var items = components?.queryItems ?? []
+        if let idToken { items.append(URLQueryItem(name: "id_token_hint", value: idToken)) }
+        items.append(URLQueryItem(name: "client_id", value: configuration.clientID))
+        components?.queryItems = items
+        guard let url = components?.url, EndpointSecurity.isAcceptable(url) else {
+            throw ProviderError(.insecureEndpoint, endpoint: .endSession, reason: "The end-session endpoint is not https.")
+        }
+        let answer: HTTPTransportResponse
+        do {
+            answer = try await transport.send(
+                HTTPRequest(method: .get, url: url), body: nil, options: configuration.requestOptions)
+        } catch {
+            throw ProviderError.transport(error, endpoint: .endSession)
+        }
+        switch answer.response.status.code {
+        case 200..<300: return nil
+        case 300..<400: return url
+        default: throw Self.failure(.endSession, answer, secrets: [idToken].compactMap { $0 })
+        }
+    }
+
     // MARK: Credentials
 
     /// The live handle of a stored credential. Every call for the same store and id returns the

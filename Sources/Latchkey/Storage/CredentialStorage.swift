@@ -1,3 +1,5 @@
+public import Foundation
+
 /// Where a ``CredentialStore`` keeps its credentials and which one is the default.
 ///
 /// Implementations must make every method atomic, also across processes when the storage is
@@ -29,6 +31,20 @@ public protocol CredentialStorage: Sendable {
     ///
     /// Throws ``StorageError/Code/credentialNotFound`` when `id` names no stored credential.
     func setDefaultCredentialID(_ id: CredentialID?) async throws(StorageError)
+
+    // MARK: The revocation outbox
+
+    /// Adds an entry to the revocation outbox.
+    func enqueue(_ entry: OutboxEntry) async throws(StorageError)
+
+    /// Every outbox entry, the earliest due first.
+    func outboxEntries() async throws(StorageError) -> [OutboxEntry]
+
+    /// Replaces an outbox entry (after a failed attempt); absent entries are ignored.
+    func updateOutboxEntry(_ entry: OutboxEntry) async throws(StorageError)
+
+    /// Removes an outbox entry (revoked, or its token expired).
+    func removeOutboxEntry(_ id: UUID) async throws(StorageError)
 }
 
 /// What a deletion did.

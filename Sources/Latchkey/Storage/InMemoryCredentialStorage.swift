@@ -1,3 +1,5 @@
+public import Foundation
+
 /// Credential storage that lives in memory only: for tests and for programs that must not
 /// write secrets to disk. Everything is lost when the value is released.
 public actor InMemoryCredentialStorage: CredentialStorage {
@@ -5,6 +7,7 @@ public actor InMemoryCredentialStorage: CredentialStorage {
     /// Insertion order, so `all()` lists oldest first as every backend does.
     private var order: [CredentialID] = []
     private var defaultID: CredentialID?
+    private var outbox: [UUID: OutboxEntry] = [:]
 
     /// Creates empty storage.
     public init() {}
@@ -49,5 +52,21 @@ public actor InMemoryCredentialStorage: CredentialStorage {
     public func setDefaultCredentialID(_ id: CredentialID?) throws(StorageError) {
         if let id, credentials[id] == nil { throw .credentialNotFound(id) }
         defaultID = id
+    }
+
+    public func enqueue(_ entry: OutboxEntry) throws(StorageError) {
+        outbox[entry.id] = entry
+    }
+
+    public func outboxEntries() throws(StorageError) -> [OutboxEntry] {
+        outbox.values.sorted { ($0.nextAttemptAt, $0.createdAt) < ($1.nextAttemptAt, $1.createdAt) }
+    }
+
+    public func updateOutboxEntry(_ entry: OutboxEntry) throws(StorageError) {
+        if outbox[entry.id] != nil { outbox[entry.id] = entry }
+    }
+
+    public func removeOutboxEntry(_ id: UUID) throws(StorageError) {
+        outbox[id] = nil
     }
 }

@@ -1,0 +1,178 @@
+public import Foundation
+
+/// Exponential backoff with jitter for outbox retries.
+public struct OutboxBackoff: Sendable, Hashable {
+    /// The delay after the first failed attempt, in seconds.
+    public var base: TimeInterval
+    /// The longest delay, in seconds.
+    public var maximum: TimeInterval
+
+    /// Creates a backoff.
+    public init(base: TimeInterval = 30, maximum: TimeInterval = 3_600) {
+        self.base = base
+        self.maximum = maximum
+    }
+
+    /// 30 s, doubling up to an hour.
+    public static let `default` = OutboxBackoff()
+
+    /// The delay before the next attempt: `base × 2^(attempts-1)`, capped, scaled by a random
+    /// factor in 0.5…1 (so many devices do not retry in step), and never shorter than the
+    /// provider's `Retry-After`.
+    public func delay(
+        afterAttempts attempts: Int, retryAfter: Duration?, jitter: Double = Double.random(in: 0.5...1)
+    ) -> TimeInterval {
+        let exponential = min(maximum, base * pow(2, Double(max(0, attempts - 1))))
+        let delay = exponential * min(1, max(0.5, jitter))
+        guard let retryAfter else { return delay }
+        return max(delay, Double(retryAfter.components.seconds))
+    }
+}
+
+/// How ``CredentialStore/drainOutbox(_:)`` works.
+public struct DrainOptions: Sendable {
+    /// Also try entries that are not due yet.
+    public var includeNotDue: Bool
+    /// At most this many revocations at once.
+    public var maximumConcurrency: Int
+    /// Start no new attempt after this long.
+    public var timeLimit: Duration?
+    /// The backoff for entries that fail again.
+    public var backoff: OutboxBackoff
+    /// How long an entry whose token has no known expiry is kept (refresh tokens, device secrets).
+    public var maximumAge: TimeInterval
+
+    /// Creates options.
+    public init(
+        includeNotDue: Bool = false, maximumConcurrency: Int = 8, timeLimit: Duration? = nil,
+        backoff: OutboxBackoff = .default, maximumAge: TimeInterval = 90 * 86_400
+    ) {
+        self.includeNotDue = includeNotDue
+        self.maximumConcurrency = max(1, maximumConcurrency)
+        self.timeLimit = timeLimit
+        self.backoff = backoff
+        self.maximumAge = maximumAge
+    }
+}
+
+/// What a drain of the outbox did.
+public struct DrainReport: Sendable, CustomStringConvertible {
+    /// Entries revoked and removed.
+    public var revoked: Int = 0
+    /// Entries that failed again and wait for their next attempt.
+    public var failed: Int = 0
+    /// Entries dropped because their token has expired anyway.
+    public var dropped: Int = 0
+    /// Entries not tried (not due, or past the time limit).
+    public var notDue: Int = 0
+    /// The most revocations that were under way at once.
+    public var peakConcurrency: Int = 0
+    /// Why entries failed, by entry.
+    public var errors: [UUID: ProviderError] = [:]
+
+    /// Entries still in the outbox.
+    public var remaining: Int { failed + notDue }
+
+    public var description: String {
+        "revoked \(revoked), failed \(failed), dropped \(dropped), not due \(notDue)"
+    }
+}
+
+extension CredentialStore {
+    /// The entries of the revocation outbox, the earliest due first.
+    public func outboxEntries() async throws(StorageError) -> [OutboxEntry] {
+        try await storage.outboxEntries()
+    }
+
+    /// Retries the revocations waiting in the outbox: due entries only (unless asked), with
+    /// bounded concurrency. A success removes the entry; a failure sets the next attempt with
+    /// exponential backoff, jitter and the provider's `Retry-After`; an entry whose token has
+    /// expired anyway is dropped. Providers must be registered with ``register(_:)``.
+    public func drainOutbox(_ options: DrainOptions = DrainOptions()) async -> DrainReport {
+        var report = DrainReport()
+        let entries: [OutboxEntry]
+        do {
+            entries = try await storage.outboxEntries()
+        } catch {
+            return report
+        }
+        let start = ContinuousClock.now
+        let date = now()
+        var due: [OutboxEntry] = []
+        for entry in entries {
+            let expiry = entry.tokenExpiresAt ?? entry.createdAt.addingTimeInterval(options.maximumAge)
+            if expiry <= date {
+                try? await storage.removeOutboxEntry(entry.id)
+                report.dropped += 1
+            } else if options.includeNotDue || entry.nextAttemptAt <= date {
+                due.append(entry)
+            } else {
+                report.notDue += 1
+            }
+        }
+        let providers = due.map { provider(for: $0.provider) }
+        let outcome = await withTaskGroup(of: (OutboxEntry, ProviderError?).self) { group in
+            var next = 0
+            var running = 0
+            var peak = 0
+            var results: [(OutboxEntry, ProviderError?)] = []
+            func canStart() -> Bool {
+                guard next < due.count else { return false }
+                if let limit = options.timeLimit, ContinuousClock.now - start > limit { return false }
+                return true
+            }
+            while running < options.maximumConcurrency, canStart() {
+                Self.addRevocation(of: due[next], provider: providers[next], to: &group)
+                next += 1
+                running += 1
+                peak = max(peak, running)
+            }
+            for await result in group {
+                running -= 1
+                results.append(result)
+                if canStart() {
+                    Self.addRevocation(of: due[next], provider: providers[next], to: &group)
+                    next += 1
+                    running += 1
+                    peak = max(peak, running)
+                }
+            }
+            return (results: results, peak: peak, notStarted: due.count - next)
+        }
+        report.peakConcurrency = outcome.peak
+        report.notDue += outcome.notStarted
+        for (entry, error) in outcome.results {
+            if let error {
+                var updated = entry
+                updated.attempts += 1
+                updated.lastError = error.description
+                updated.nextAttemptAt = now().addingTimeInterval(
+                    options.backoff.delay(afterAttempts: updated.attempts, retryAfter: error.retryAfter))
+                try? await storage.updateOutboxEntry(updated)
+                report.failed += 1
+                report.errors[entry.id] = error
+            } else {
+                try? await storage.removeOutboxEntry(entry.id)
+                report.revoked += 1
+            }
+        }
+        return report
+    }
+
+    private static func addRevocation(
+        of entry: OutboxEntry, provider: (any IdentityProvider)?,
+        to group: inout TaskGroup<(OutboxEntry, ProviderError?)>
+    ) {
+        group.addTask {
+            guard let provider else {
+                return (entry, ProviderError(.unsupported, reason: "No provider is registered for \(entry.provider)."))
+            }
+            do throws(ProviderError) {
+                try await provider.revoke(entry.token, kind: entry.kind)
+                return (entry, nil)
+            } catch {
+                return (entry, error)
+            }
+        }
+    }
+}

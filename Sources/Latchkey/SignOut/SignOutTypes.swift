@@ -1,0 +1,192 @@
+public import Foundation
+
+/// Whose sign-out.
+public enum SignOutScope: Sendable, Hashable {
+    /// The default (active) account.
+    case current
+    /// One account.
+    case account(CredentialID)
+    /// Every account in the store.
+    case all
+}
+
+/// What happens when a server step fails.
+public enum SignOutPolicy: String, Sendable, Hashable, CaseIterable {
+    /// Sign out on this device whatever the server says; failed revocations go to the outbox
+    /// and the result is `.partial` (Amplify's behaviour, without its live-token hole).
+    case alwaysLocal = "always-local"
+    /// Keep the local tokens and fail when a server step fails (the Cognito walkthrough's
+    /// behaviour): the user is still signed in and can try again.
+    case serverFirst = "server-first"
+}
+
+/// A named step of the application's, run during sign-out (after the server steps, before
+/// local removal) and reported like the others: deregistering a push token, say.
+public struct SignOutHook: Sendable {
+    /// The step's name in the report.
+    public var name: String
+    /// The work; it receives the credential being signed out.
+    public var run: @Sendable (StoredCredential) async throws -> Void
+
+    /// Creates a hook.
+    public init(_ name: String, run: @escaping @Sendable (StoredCredential) async throws -> Void) {
+        self.name = name
+        self.run = run
+    }
+}
+
+/// How to sign out.
+public struct SignOutOptions: Sendable {
+    /// Sign out on every device (the provider's global sign-out).
+    public var global: Bool
+    /// End the provider's session too (RP-initiated logout).
+    public var endProviderSession: Bool
+    /// Revoke the tokens (RFC 7009). On by default.
+    public var revokeTokens: Bool
+    /// What a failed server step means.
+    public var policy: SignOutPolicy
+    /// The application's own steps.
+    public var hooks: [SignOutHook]
+
+    /// Creates options; the defaults revoke the tokens and sign out on this device only.
+    public init(
+        global: Bool = false, endProviderSession: Bool = false, revokeTokens: Bool = true,
+        policy: SignOutPolicy = .alwaysLocal, hooks: [SignOutHook] = []
+    ) {
+        self.global = global
+        self.endProviderSession = endProviderSession
+        self.revokeTokens = revokeTokens
+        self.policy = policy
+        self.hooks = hooks
+    }
+
+    /// This device: revoke the tokens, remove them.
+    public static var local: SignOutOptions { SignOutOptions() }
+    /// Every device: global sign-out, revoke, remove.
+    public static var global: SignOutOptions { SignOutOptions(global: true) }
+}
+
+/// One step of a sign-out, for one account.
+public struct SignOutStep: Sendable, CustomStringConvertible {
+    /// Which step.
+    public enum Kind: Sendable, Hashable, CustomStringConvertible {
+        /// Refreshing an expired access token before a global sign-out.
+        case refresh
+        /// The provider's global sign-out.
+        case globalSignOut
+        /// Revoking one token.
+        case revoke(TokenKind)
+        /// Ending the provider's session.
+        case endSession
+        /// An application hook.
+        case hook(String)
+        /// Removing the credential from this device.
+        case localRemoval
+
+        /// The step's name, as reports and the CLI show it.
+        public var description: String {
+            switch self {
+            case .refresh: "refresh"
+            case .globalSignOut: "global-signout"
+            case .revoke(.accessToken): "revoke-access-token"
+            case .revoke(.refreshToken): "revoke-refresh-token"
+            case .revoke(.deviceSecret): "revoke-device-secret"
+            case .revoke(.idToken): "revoke-id-token"
+            case .endSession: "end-session"
+            case .hook(let name): "hook:\(name)"
+            case .localRemoval: "local-removal"
+            }
+        }
+    }
+
+    /// What became of it.
+    public enum Status: String, Sendable, Hashable {
+        case succeeded, failed, skipped, queued
+    }
+
+    /// The account.
+    public var account: CredentialID
+    /// The account's name (username, email or subject), for reports.
+    public var accountName: String?
+    /// Which step.
+    public var kind: Kind
+    /// What became of it.
+    public var status: Status
+    /// Why it failed, was skipped or was queued (no secrets).
+    public var reason: String?
+    /// The error, when it failed or was queued.
+    public var error: (any Error & Sendable)?
+    /// Whether trying again later can help (failed and queued steps).
+    public var isRetryable: Bool
+    /// A URL a browser must open to finish the step (end-session at some providers).
+    public var browserURL: URL?
+
+    init(
+        _ credential: StoredCredential, _ kind: Kind, _ status: Status, reason: String? = nil,
+        error: (any Error & Sendable)? = nil, retryable: Bool = false, browserURL: URL? = nil
+    ) {
+        self.account = credential.id
+        self.accountName = credential.metadata.displayName
+        self.kind = kind
+        self.status = status
+        self.reason = reason
+        self.error = error
+        self.isRetryable = retryable
+        self.browserURL = browserURL
+    }
+
+    public var description: String {
+        var text = "\(accountName ?? account.rawValue): \(kind) \(status.rawValue)"
+        if let reason { text += " (\(reason))" }
+        return text
+    }
+}
+
+/// Why a sign-out left the user signed in.
+public struct SignOutError: Error, Sendable, CustomStringConvertible {
+    /// The account still signed in.
+    public var account: CredentialID?
+    /// What happened.
+    public var reason: String
+    /// The error behind it.
+    public var underlying: (any Error & Sendable)?
+
+    public var description: String { reason }
+}
+
+/// The result of a sign-out: what happened on this device and at the provider, step by step.
+public enum SignOutResult: Sendable, CustomStringConvertible {
+    /// Signed out here, and every server step succeeded (or did not apply).
+    case complete([SignOutStep])
+    /// Signed out here, but some server step failed; each failure says whether it was queued
+    /// for another try.
+    case partial([SignOutStep])
+    /// Still signed in: a server step failed under `serverFirst`, or local removal failed.
+    case failed(SignOutError, [SignOutStep])
+
+    /// Every step, for every account.
+    public var steps: [SignOutStep] {
+        switch self {
+        case .complete(let steps), .partial(let steps), .failed(_, let steps): steps
+        }
+    }
+
+    /// Whether the accounts are signed out on this device.
+    public var signedOutLocally: Bool {
+        if case .failed = self { false } else { true }
+    }
+
+    /// URLs a browser must open to end provider sessions.
+    public var browserURLs: [URL] { steps.compactMap(\.browserURL) }
+
+    /// The steps that failed or were queued.
+    public var failures: [SignOutStep] { steps.filter { $0.status == .failed || $0.status == .queued } }
+
+    public var description: String {
+        switch self {
+        case .complete: "complete"
+        case .partial(let steps): "partial: \(steps.filter { $0.status == .failed || $0.status == .queued }.count) step(s) failed or queued"
+        case .failed(let error, _): "failed: \(error)"
+        }
+    }
+}
