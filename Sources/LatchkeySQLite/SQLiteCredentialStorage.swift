@@ -251,7 +251,10 @@ public final class SQLiteCredentialStorage: CredentialStorage {
 
         /// In the order of the `INSERT` and `UPDATE` statements: every column, then the id.
         var arguments: StatementArguments {
-            [issuer, clientID, kind, account, sealedToken, tokenExpiresAt, createdAt, attempts, nextAttemptAt, lastError, id]
+            [
+                issuer, clientID, kind, account, sealedToken, tokenExpiresAt, createdAt, attempts, nextAttemptAt,
+                lastError, id,
+            ]
         }
     }
 
@@ -267,15 +270,19 @@ public final class SQLiteCredentialStorage: CredentialStorage {
 
     private func decodeOutbox(_ row: Row) throws -> OutboxEntry {
         let idText = try row.decode(String.self, atIndex: 0)
-        guard let id = UUID(uuidString: idText), let kind = TokenKind(rawValue: try row.decode(String.self, atIndex: 3)),
+        guard let id = UUID(uuidString: idText),
+            let kind = TokenKind(rawValue: try row.decode(String.self, atIndex: 3)),
             let plaintext = sealer.open(try row.decode(Data.self, atIndex: 5), context: Self.outboxContext(idText))
         else {
-            throw StorageError(.corruptRecord, path: path, reason: "The outbox entry \(idText) cannot be read: its data is damaged.")
+            throw StorageError(
+                .corruptRecord, path: path, reason: "The outbox entry \(idText) cannot be read: its data is damaged.")
         }
         return OutboxEntry(
             id: id,
-            provider: ProviderIdentity(issuer: try row.decode(String.self, atIndex: 1), clientID: try row.decode(String.self, atIndex: 2)),
-            kind: kind, token: String(decoding: plaintext, as: UTF8.self), account: try row.decode(String?.self, atIndex: 4),
+            provider: ProviderIdentity(
+                issuer: try row.decode(String.self, atIndex: 1), clientID: try row.decode(String.self, atIndex: 2)),
+            kind: kind, token: String(decoding: plaintext, as: UTF8.self),
+            account: try row.decode(String?.self, atIndex: 4),
             tokenExpiresAt: try row.decode(Double?.self, atIndex: 6).map(Date.init(timeIntervalSinceReferenceDate:)),
             createdAt: Date(timeIntervalSinceReferenceDate: try row.decode(Double.self, atIndex: 7)),
             attempts: try row.decode(Int.self, atIndex: 8),

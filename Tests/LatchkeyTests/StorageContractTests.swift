@@ -111,4 +111,30 @@ struct StorageContractTests {
             #expect(try await storage.defaultCredentialID() == nil)
         }
     }
+
+    @Test("the outbox keeps entries, earliest due first, and updates and removes them", arguments: Backend.allCases)
+    func outbox(backend: Backend) async throws {
+        try await withStorage(backend) { storage in
+            func entry(_ token: String, due: TimeInterval) -> OutboxEntry {
+                OutboxEntry(
+                    provider: Fixtures.provider, kind: .refreshToken, token: token, account: "alice",
+                    tokenExpiresAt: nil, createdAt: Date(timeIntervalSince1970: 1_800_000_000), attempts: 1,
+                    nextAttemptAt: Date(timeIntervalSince1970: 1_800_000_000 + due), lastError: "offline")
+            }
+            let late = entry("SECRET-LATE", due: 60)
+            let early = entry("SECRET-EARLY", due: 30)
+            try await storage.enqueue(late)
+            try await storage.enqueue(early)
+            #expect(try await storage.outboxEntries() == [early, late])
+            var retried = early
+            retried.attempts = 2
+            retried.nextAttemptAt = Date(timeIntervalSince1970: 1_800_000_000 + 120)
+            try await storage.updateOutboxEntry(retried)
+            #expect(try await storage.outboxEntries() == [late, retried])
+            try await storage.removeOutboxEntry(late.id)
+            #expect(try await storage.outboxEntries() == [retried])
+            // Outbox entries are never credentials.
+            #expect(try await storage.all().isEmpty)
+        }
+    }
 }

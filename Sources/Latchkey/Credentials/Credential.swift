@@ -263,7 +263,7 @@ public actor Credential {
         do {
             return try await provider.userInfo(accessToken: accessToken)
         } catch {
-            guard error.status == 401 else { throw error }
+            guard error.rejectedAccessToken else { throw error }
             let refreshed = try await refresh()
             guard let accessToken = refreshed.accessToken else { throw error }
             return try await provider.userInfo(accessToken: accessToken)

@@ -92,6 +92,11 @@ public struct ProviderError: Error, Sendable, CustomStringConvertible {
         }
     }
 
+    /// Whether the provider rejected the access token sent (expired or revoked): a refresh may help.
+    public var rejectedAccessToken: Bool {
+        status == 401 || oauthError == .invalidToken || oauthError == "NotAuthorizedException"
+    }
+
     /// Whether the account must sign in again (its refresh token was rejected).
     public var requiresSignIn: Bool { code == .signInRequired }
 

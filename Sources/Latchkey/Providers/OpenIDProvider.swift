@@ -263,9 +263,11 @@ public actor OpenIDProvider: IdentityProvider {
         do {
             url = try await endpoint(.globalSignOut)
         } catch {
-            throw ProviderError(.unsupported, endpoint: .globalSignOut, reason: "The provider has no global sign-out endpoint.")
+            throw ProviderError(
+                .unsupported, endpoint: .globalSignOut, reason: "The provider has no global sign-out endpoint.")
         }
-        _ = try await request(.globalSignOut, url: url, method: .post, form: [], bearer: accessToken, secrets: [accessToken])
+        _ = try await request(
+            .globalSignOut, url: url, method: .post, form: [], bearer: accessToken, secrets: [accessToken])
     }
 
     /// Whether discovery or configuration names a global sign-out endpoint.
@@ -281,7 +283,8 @@ public actor OpenIDProvider: IdentityProvider {
         do {
             base = try await endpoint(.endSession)
         } catch {
-            throw ProviderError(.unsupported, endpoint: .endSession, reason: "The provider has no end-session endpoint.")
+            throw ProviderError(
+                .unsupported, endpoint: .endSession, reason: "The provider has no end-session endpoint.")
         }
         var components = URLComponents(url: base, resolvingAgainstBaseURL: false)
         var items = components?.queryItems ?? []
@@ -289,7 +292,8 @@ public actor OpenIDProvider: IdentityProvider {
         items.append(URLQueryItem(name: "client_id", value: configuration.clientID))
         components?.queryItems = items
         guard let url = components?.url, EndpointSecurity.isAcceptable(url) else {
-            throw ProviderError(.insecureEndpoint, endpoint: .endSession, reason: "The end-session endpoint is not https.")
+            throw ProviderError(
+                .insecureEndpoint, endpoint: .endSession, reason: "The end-session endpoint is not https.")
         }
         let answer: HTTPTransportResponse
         do {

@@ -15,6 +15,10 @@ extension CredentialStore {
     /// ``SignOutPolicy/serverFirst`` a failed server step leaves the account signed in and the
     /// result is `.failed`.
     public func signOut(_ scope: SignOutScope = .current, options: SignOutOptions = .local) async -> SignOutResult {
+        // A sign-out cancelled before it began (the user pressed Cancel) changes nothing.
+        if Task.isCancelled {
+            return .failed(SignOutError(reason: "The sign-out was cancelled; nothing changed."), [])
+        }
         let credentials: [StoredCredential]
         do {
             switch scope {
@@ -26,7 +30,8 @@ extension CredentialStore {
                 credentials = try await all()
             }
         } catch {
-            return .failed(SignOutError(reason: "The credential store could not be read: \(error)", underlying: error), [])
+            return .failed(
+                SignOutError(reason: "The credential store could not be read: \(error)", underlying: error), [])
         }
         if credentials.isEmpty, scope != .all {
             return .failed(SignOutError(reason: "There is no such account signed in on this device."), [])
@@ -75,7 +80,9 @@ extension CredentialStore {
                 } catch {
                     accessTokenForGlobal = nil
                     steps.append(
-                        SignOutStep(credential, .refresh, .failed, reason: error.description, error: error, retryable: error.isRetryable))
+                        SignOutStep(
+                            credential, .refresh, .failed, reason: error.description, error: error,
+                            retryable: error.isRetryable))
                 }
             } else {
                 steps.append(SignOutStep(credential, .refresh, .skipped, reason: "the access token is still valid"))
@@ -95,7 +102,9 @@ extension CredentialStore {
                         return [
                             SignOutStep(
                                 credential, .globalSignOut, .skipped,
-                                reason: "unsupported by the provider; fell back to revoking the grant and ending the provider session")
+                                reason:
+                                    "unsupported by the provider; fell back to revoking the grant and ending the provider session"
+                            )
                         ]
                     }
                     guard let accessToken else {
@@ -149,14 +158,19 @@ extension CredentialStore {
                         if let url = try await provider.endSession(idToken: current.idToken) {
                             return [
                                 SignOutStep(
-                                    credential, .endSession, .skipped, reason: "the provider needs a browser to end its session",
+                                    credential, .endSession, .skipped,
+                                    reason: "the provider needs a browser to end its session",
                                     browserURL: url)
                             ]
                         }
                         return [SignOutStep(credential, .endSession, .succeeded)]
                     } catch {
                         if error.code == .unsupported && !options.endProviderSession {
-                            return [SignOutStep(credential, .endSession, .skipped, reason: "the provider has no end-session endpoint")]
+                            return [
+                                SignOutStep(
+                                    credential, .endSession, .skipped,
+                                    reason: "the provider has no end-session endpoint")
+                            ]
                         }
                         return [
                             SignOutStep(
@@ -179,14 +193,17 @@ extension CredentialStore {
                 steps.append(SignOutStep(credential, .hook(hook.name), .succeeded))
             } catch {
                 steps.append(
-                    SignOutStep(credential, .hook(hook.name), .failed, reason: "\(error)", error: SendableError(error), retryable: true))
+                    SignOutStep(
+                        credential, .hook(hook.name), .failed, reason: "\(error)", error: SendableError(error),
+                        retryable: true))
             }
         }
 
-        let revokedKinds = Set(steps.compactMap { step -> TokenKind? in
-            if case .revoke(let kind) = step.kind, step.status == .succeeded { return kind }
-            return nil
-        })
+        let revokedKinds = Set(
+            steps.compactMap { step -> TokenKind? in
+                if case .revoke(let kind) = step.kind, step.status == .succeeded { return kind }
+                return nil
+            })
         let serverFailed = steps.contains { $0.status == .failed }
 
         // 4a. Server first: a failed server step leaves the account signed in.
@@ -196,13 +213,15 @@ extension CredentialStore {
             if remaining.isUsable(at: now()) {
                 _ = try? await update(credential.id, token: remaining)
             }
-            steps.append(SignOutStep(credential, .localRemoval, .skipped, reason: "a server step failed; still signed in"))
+            steps.append(
+                SignOutStep(credential, .localRemoval, .skipped, reason: "a server step failed; still signed in"))
             let failed = steps.first { $0.status == .failed }
             return AccountSignOut(
                 account: credential.id, steps: steps,
                 failure: SignOutError(
                     account: credential.id,
-                    reason: "Still signed in as \(credential.metadata.displayName ?? credential.id.rawValue): \(failed?.kind.description ?? "a server step") failed.",
+                    reason:
+                        "Still signed in as \(credential.metadata.displayName ?? credential.id.rawValue): \(failed?.kind.description ?? "a server step") failed.",
                     underlying: failed?.error))
         }
 
@@ -214,7 +233,9 @@ extension CredentialStore {
             let entry = OutboxEntry(
                 provider: token.provider, kind: kind, token: value, account: credential.metadata.displayName,
                 tokenExpiresAt: kind == .accessToken ? token.expiresAt : nil, createdAt: now(), attempts: 1,
-                nextAttemptAt: now().addingTimeInterval(OutboxBackoff.default.delay(afterAttempts: 1, retryAfter: nil)),
+                nextAttemptAt: now().addingTimeInterval(
+                    OutboxBackoff.default.delay(
+                        afterAttempts: 1, retryAfter: (steps[index].error as? ProviderError)?.retryAfter)),
                 lastError: steps[index].reason)
             do {
                 try await storage.enqueue(entry)
@@ -231,7 +252,9 @@ extension CredentialStore {
             steps.append(SignOutStep(credential, .localRemoval, .succeeded))
             return AccountSignOut(account: credential.id, steps: steps, failure: nil)
         } catch {
-            steps.append(SignOutStep(credential, .localRemoval, .failed, reason: error.description, error: error, retryable: true))
+            steps.append(
+                SignOutStep(
+                    credential, .localRemoval, .failed, reason: error.description, error: error, retryable: true))
             return AccountSignOut(
                 account: credential.id, steps: steps,
                 failure: SignOutError(
@@ -243,7 +266,8 @@ extension CredentialStore {
     private static func noProvider(_ credential: StoredCredential, _ kind: SignOutStep.Kind) -> SignOutStep {
         SignOutStep(
             credential, kind, .failed,
-            reason: "no provider is registered for \(credential.token.provider); register it with the store", retryable: true)
+            reason: "no provider is registered for \(credential.token.provider); register it with the store",
+            retryable: true)
     }
 
     private static func rank(_ kind: SignOutStep.Kind) -> Int {

@@ -185,7 +185,8 @@ public enum SignOutResult: Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .complete: "complete"
-        case .partial(let steps): "partial: \(steps.filter { $0.status == .failed || $0.status == .queued }.count) step(s) failed or queued"
+        case .partial(let steps):
+            "partial: \(steps.filter { $0.status == .failed || $0.status == .queued }.count) step(s) failed or queued"
         case .failed(let error, _): "failed: \(error)"
         }
     }

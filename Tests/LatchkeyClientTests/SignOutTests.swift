@@ -1,0 +1,367 @@
+import Foundation
+import Latchkey
+import LatchkeyDevProvider
+import LatchkeyHTTP
+import LatchkeySQLite
+import Testing
+
+/// Sign-out against the development provider: the Cognito walkthrough's seven tests, the
+/// accounts rules, the policies and the revocation outbox.
+@Suite("Sign-out")
+struct SignOutTests {
+    /// Two "devices": two stores signed in to the same provider.
+    struct Devices {
+        let dev: DevProvider
+        let provider: OpenIDProvider
+        let inspector: OpenIDProvider
+        let a: CredentialStore
+        let b: CredentialStore
+
+        func signIn(_ store: CredentialStore, _ user: String = "alice") async throws -> Credential {
+            try await provider.signIn(.password(username: user, password: "\(user)-password"), into: store)
+        }
+
+        func isActive(_ token: String?) async throws -> Bool {
+            guard let token else { return false }
+            return try await inspector.introspect(token, kind: .accessToken).active
+        }
+
+        func stop() async { await dev.stop() }
+    }
+
+    func withDevices(
+        scopes: [String] = ["openid", "profile", "email", "offline_access", "device_sso"],
+        now: @escaping @Sendable () -> Date = { Date() },
+        storeA: CredentialStore? = nil,
+        _ body: (Devices) async throws -> Void
+    ) async throws {
+        let dev = try await DevProvider.start(now: now)
+        let provider = OpenIDProvider(
+            configuration: OpenIDProviderConfiguration(issuer: dev.issuer, clientID: "latchkey-cli", scopes: scopes),
+            transport: transport, now: now)
+        let inspector = OpenIDProvider(
+            configuration: OpenIDProviderConfiguration(
+                issuer: dev.issuer, clientID: "latchkey-confidential",
+                authentication: .basic(secret: "latchkey-confidential-secret")),
+            transport: transport)
+        let devices = Devices(
+            dev: dev, provider: provider, inspector: inspector,
+            a: storeA ?? CredentialStore(storage: InMemoryCredentialStorage(), now: now),
+            b: CredentialStore(storage: InMemoryCredentialStorage(), now: now))
+        await devices.a.register(provider)
+        await devices.b.register(provider)
+        do {
+            try await body(devices)
+        } catch {
+            await devices.stop()
+            throw error
+        }
+        await devices.stop()
+    }
+
+    func status(_ result: SignOutResult, _ step: String) -> SignOutStep.Status? {
+        result.steps.first { $0.kind.description == step }?.status
+    }
+
+    // MARK: The walkthrough's seven tests
+
+    @Test("1. local sign-out: complete, tokens revoked, account gone from this device")
+    func localSignOut() async throws {
+        try await withDevices { devices in
+            let credential = try await devices.signIn(devices.a)
+            let token = try await credential.token
+            let result = await devices.a.signOut(.current, options: .local)
+            guard case .complete = result else {
+                Issue.record("expected complete, got \(result)")
+                return
+            }
+            #expect(result.signedOutLocally)
+            #expect(try await devices.a.all().isEmpty)
+            #expect(try await devices.a.default == nil)
+            #expect(try await devices.isActive(token.accessToken) == false)
+            #expect(try await devices.isActive(token.refreshToken) == false)
+            #expect(try await devices.isActive(token.deviceSecret) == false)
+            #expect(status(result, "local-removal") == .succeeded)
+            #expect(status(result, "global-signout") == nil)
+        }
+    }
+
+    @Test("2. global sign-out: complete, every device's tokens invalid")
+    func globalSignOut() async throws {
+        try await withDevices { devices in
+            _ = try await devices.signIn(devices.a)
+            let other = try await devices.signIn(devices.b)
+            let otherToken = try await other.token
+            let result = await devices.a.signOut(.current, options: .global)
+            guard case .complete = result else {
+                Issue.record("expected complete, got \(result)")
+                return
+            }
+            #expect(status(result, "global-signout") == .succeeded)
+            #expect(status(result, "refresh") == .skipped)
+            #expect(try await devices.isActive(otherToken.accessToken) == false)
+            #expect(try await devices.isActive(otherToken.refreshToken) == false)
+        }
+    }
+
+    @Test("3. a cancelled sign-out changes nothing: the session stays active")
+    func cancelled() async throws {
+        try await withDevices { devices in
+            let credential = try await devices.signIn(devices.a)
+            let token = try await credential.token
+            let task = Task {
+                withUnsafeCurrentTask { $0?.cancel() }
+                return await devices.a.signOut(.current, options: .global)
+            }
+            let result = await task.value
+            #expect(result.signedOutLocally == false)
+            #expect(result.steps.isEmpty)
+            #expect(try await devices.a.all().count == 1)
+            #expect(try await devices.isActive(token.accessToken))
+            #expect(devices.dev.faults.count(.globalSignOut) == 0)
+        }
+    }
+
+    @Test("4. global sign-out with no network: server-first keeps the tokens; always-local queues them")
+    func offlineGlobal() async throws {
+        try await withDevices { devices in
+            let credential = try await devices.signIn(devices.a)
+            _ = try await devices.provider.metadata()
+            devices.dev.faults.isOffline = true
+            var options = SignOutOptions.global
+            options.policy = .serverFirst
+            let strict = await devices.a.signOut(.current, options: options)
+            guard case .failed = strict else {
+                Issue.record("expected failed, got \(strict)")
+                return
+            }
+            #expect(strict.signedOutLocally == false)
+            #expect(try await credential.token.refreshToken != nil)
+            #expect(status(strict, "local-removal") == .skipped)
+            #expect(strict.steps.first { $0.kind == .globalSignOut }?.isRetryable == true)
+
+            let relaxed = await devices.a.signOut(.current, options: .global)
+            guard case .partial = relaxed else {
+                Issue.record("expected partial, got \(relaxed)")
+                return
+            }
+            #expect(try await devices.a.all().isEmpty)
+            #expect(status(relaxed, "global-signout") == .failed)
+            #expect(status(relaxed, "revoke-refresh-token") == .queued)
+            #expect(try await devices.a.outboxEntries().count == 3)
+        }
+    }
+
+    @Test("5. global sign-out with an expired access token refreshes first, then signs out")
+    func expiredAccessToken() async throws {
+        let clock = ManualClock()
+        try await withDevices(now: { clock.now }) { devices in
+            _ = try await devices.signIn(devices.a)
+            let other = try await devices.signIn(devices.b)
+            clock.advance(600)
+            let result = await devices.a.signOut(.current, options: .global)
+            guard case .complete = result else {
+                Issue.record("expected complete, got \(result)")
+                return
+            }
+            #expect(status(result, "refresh") == .succeeded)
+            #expect(status(result, "global-signout") == .succeeded)
+            let error = await #expect(throws: ProviderError.self) { _ = try await other.refresh() }
+            #expect(error?.requiresSignIn == true)
+        }
+    }
+
+    @Test("6. another device is invalidated by a global sign-out: its next call and its refresh fail")
+    func otherDeviceInvalidated() async throws {
+        try await withDevices { devices in
+            _ = try await devices.signIn(devices.a)
+            let other = try await devices.signIn(devices.b)
+            #expect(try await other.userInfo()["sub"] == .string("alice"))
+            _ = await devices.a.signOut(.current, options: .global)
+            let call = await #expect(throws: ProviderError.self) { _ = try await other.userInfo() }
+            #expect(call?.requiresSignIn == true)
+            #expect(try await devices.b.all().count == 1)  // nothing deleted behind the user's back
+        }
+    }
+
+    @Test("7. a local sign-out leaves the other device signed in")
+    func otherDeviceUnaffected() async throws {
+        try await withDevices { devices in
+            _ = try await devices.signIn(devices.a)
+            let other = try await devices.signIn(devices.b)
+            let result = await devices.a.signOut(.current, options: .local)
+            #expect(result.signedOutLocally)
+            #expect(try await other.userInfo()["sub"] == .string("alice"))
+            #expect(try await other.refresh().accessToken != nil)
+        }
+    }
+
+    // MARK: Accounts
+
+    @Test("signing out the default account sets the default to nil and leaves the others untouched")
+    func accounts() async throws {
+        try await withDevices { devices in
+            let alice = try await devices.signIn(devices.a)
+            let bob = try await devices.signIn(devices.a, "bob")
+            let bobToken = try await bob.token
+            var events = devices.a.changes.makeAsyncIterator()
+            let result = await devices.a.signOut(.current)
+            #expect(result.signedOutLocally)
+            #expect(try await devices.a.default == nil)
+            #expect(try await devices.a.all().map(\.id) == [bob.id])
+            #expect(try await bob.token == bobToken)
+            #expect(try await devices.isActive(bobToken.accessToken))
+            #expect(await events.next() == .removed(alice.id))
+            #expect(await events.next() == .defaultChanged(nil))
+        }
+    }
+
+    @Test("signing out every account revokes everything, in parallel")
+    func allAccounts() async throws {
+        try await withDevices { devices in
+            var tokens: [Token] = []
+            for user in ["alice", "bob", "alice"] { tokens.append(try await devices.signIn(devices.a, user).token) }
+            devices.dev.faults.set(.latency(milliseconds: 300), for: .revocation)
+            let start = ContinuousClock.now
+            let result = await devices.a.signOut(.all)
+            let elapsed = ContinuousClock.now - start
+            guard case .complete = result else {
+                Issue.record("expected complete, got \(result)")
+                return
+            }
+            #expect(try await devices.a.all().isEmpty)
+            #expect(result.steps.filter { $0.kind == .localRemoval }.count == 3)
+            #expect(devices.dev.faults.count(.revocation) == 9)
+            // Nine revocations of 300 ms each, at once: far less than one after the other.
+            #expect(elapsed < .milliseconds(2_700))
+            for token in tokens { #expect(try await devices.isActive(token.refreshToken) == false) }
+        }
+    }
+
+    @Test("hooks run as named steps after the server steps and before local removal")
+    func hooks() async throws {
+        try await withDevices { devices in
+            _ = try await devices.signIn(devices.a)
+            struct PushFailure: Error {}
+            let options = SignOutOptions(hooks: [
+                SignOutHook("deregister-push") { credential in #expect(credential.metadata.preferredUsername == "alice")
+                },
+                SignOutHook("analytics") { _ in throw PushFailure() },
+            ])
+            let result = await devices.a.signOut(.current, options: options)
+            guard case .partial = result else {
+                Issue.record("expected partial, got \(result)")
+                return
+            }
+            let names = result.steps.map(\.kind.description)
+            #expect(names.suffix(3) == ["hook:deregister-push", "hook:analytics", "local-removal"])
+            #expect(status(result, "hook:deregister-push") == .succeeded)
+            #expect(status(result, "hook:analytics") == .failed)
+        }
+    }
+
+    @Test("ending the provider session with the ID token hint ends that session")
+    func endSession() async throws {
+        try await withDevices { devices in
+            _ = try await devices.signIn(devices.a)
+            var options = SignOutOptions.local
+            options.endProviderSession = true
+            options.revokeTokens = false
+            let token = try await devices.a.default?.token
+            let result = await devices.a.signOut(.current, options: options)
+            guard case .complete = result else {
+                Issue.record("expected complete, got \(result)")
+                return
+            }
+            #expect(status(result, "end-session") == .succeeded)
+            // The provider revokes the tokens of an ended session.
+            #expect(try await devices.isActive(token?.accessToken) == false)
+        }
+    }
+
+    // MARK: The outbox
+
+    @Test("an offline sign-out, then the server comes back, the outbox drains, every token is inactive")
+    func outboxDrains() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("signout-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let path = folder.appendingPathComponent("credentials.sqlite").path
+        let clock = ManualClock()
+        let storeA = CredentialStore(storage: try SQLiteCredentialStorage(path: path), now: { clock.now })
+        try await withDevices(now: { clock.now }, storeA: storeA) { devices in
+            let credential = try await devices.signIn(devices.a)
+            let token = try await credential.token
+            _ = try await devices.provider.metadata()
+            devices.dev.faults.set(.status(503, retryAfter: 120), for: .revocation)
+            let result = await devices.a.signOut(.current)
+            guard case .partial = result else {
+                Issue.record("expected partial, got \(result)")
+                return
+            }
+            #expect(result.failures.allSatisfy { $0.status == .queued && $0.isRetryable })
+            #expect(try await devices.a.all().isEmpty)
+
+            // The outbox is durable: a new process opening the store sees it, sealed.
+            let reopened = CredentialStore(storage: try SQLiteCredentialStorage(path: path), now: { clock.now })
+            await reopened.register(devices.provider)
+            let entries = try await reopened.outboxEntries()
+            #expect(entries.count == 3)
+            #expect(entries.allSatisfy { $0.nextAttemptAt >= clock.now.addingTimeInterval(119) })
+            #expect(entries.allSatisfy { !$0.description.contains(token.refreshToken ?? "-") })
+            #expect(try await reopened.all().isEmpty)
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+            #expect(bytes.range(of: Data((token.refreshToken ?? "-").utf8)) == nil)
+
+            // Not due yet: nothing is sent.
+            devices.dev.faults.clear()
+            let early = await reopened.drainOutbox()
+            #expect(early.notDue == 3)
+            #expect(early.revoked == 0)
+
+            clock.advance(121)
+            let drained = await reopened.drainOutbox()
+            #expect(drained.revoked == 3)
+            #expect(drained.remaining == 0)
+            #expect(try await reopened.outboxEntries().isEmpty)
+            for value in [token.accessToken, token.refreshToken, token.deviceSecret] {
+                #expect(try await devices.isActive(value) == false)
+            }
+        }
+    }
+
+    @Test("a drain that fails again backs off with Retry-After, and drops entries whose token expired")
+    func outboxBackoff() async throws {
+        let clock = ManualClock()
+        try await withDevices(now: { clock.now }) { devices in
+            _ = try await devices.signIn(devices.a)
+            _ = try await devices.provider.metadata()
+            devices.dev.faults.isOffline = true
+            _ = await devices.a.signOut(.current)
+            #expect(try await devices.a.outboxEntries().count == 3)
+            devices.dev.faults.isOffline = false
+            devices.dev.faults.set(.status(503, retryAfter: 600), for: .revocation)
+            let again = await devices.a.drainOutbox(DrainOptions(includeNotDue: true, maximumConcurrency: 2))
+            #expect(again.failed == 3)
+            #expect(again.peakConcurrency == 2)
+            let entries = try await devices.a.outboxEntries()
+            #expect(entries.allSatisfy { $0.attempts == 2 && $0.nextAttemptAt >= clock.now.addingTimeInterval(599) })
+            // The access token (300 s) expires long before 91 days; every entry is gone by then.
+            clock.advance(400)
+            let later = await devices.a.drainOutbox()
+            #expect(later.dropped == 1)
+            clock.advance(91 * 86_400)
+            #expect(await devices.a.drainOutbox().dropped == 2)
+            #expect(try await devices.a.outboxEntries().isEmpty)
+        }
+    }
+
+    @Test("backoff doubles from the base, is capped, jittered, and never below Retry-After")
+    func backoffShape() {
+        let backoff = OutboxBackoff(base: 10, maximum: 100)
+        #expect(backoff.delay(afterAttempts: 1, retryAfter: nil, jitter: 1) == 10)
+        #expect(backoff.delay(afterAttempts: 3, retryAfter: nil, jitter: 1) == 40)
+        #expect(backoff.delay(afterAttempts: 10, retryAfter: nil, jitter: 1) == 100)
+        #expect(backoff.delay(afterAttempts: 3, retryAfter: nil, jitter: 0.5) == 20)
+        #expect(backoff.delay(afterAttempts: 1, retryAfter: .seconds(300), jitter: 1) == 300)
+    }
+}
