@@ -1,11 +1,66 @@
 import ArgumentParser
+import Foundation
 
 /// The `latchkey` command-line tool.
-@main
 struct LatchkeyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "latchkey",
         abstract: "Keep OAuth 2.0 / OpenID Connect credentials and sign out correctly.",
-        subcommands: [Demo.self, DevServer.self]
+        discussion: """
+            Exit codes: 0 success (signout: complete); 1 failed (signout: still signed in); 2 usage or \
+            input error; 3 signout partial (signed out here, a server step failed or was queued); 4 the \
+            account must sign in again.
+            """,
+        subcommands: [
+            ProviderCommand.self, Login.self, Accounts.self, Use.self, TokenCommand.self, Refresh.self,
+            UserInfo.self, Revoke.self, Remove.self, SignOut.self, Outbox.self, DevServer.self, Demo.self,
+        ]
     )
+}
+
+/// `latchkey [--home DIR] [--json] COMMAND`: the shared options may come before the command;
+/// every command declares them, so they are moved behind it for the parser.
+func globalOptionsLast(_ arguments: [String]) -> [String] {
+    var leading: [String] = []
+    var rest = arguments[...]
+    while let first = rest.first, first.hasPrefix("--") {
+        if first == "--json" || first.hasPrefix("--home=") {
+            leading.append(first)
+            rest = rest.dropFirst()
+        } else if first == "--home", rest.count >= 2 {
+            leading += rest.prefix(2)
+            rest = rest.dropFirst(2)
+        } else {
+            break
+        }
+    }
+    return Array(rest) + leading
+}
+
+/// Runs the tool, mapping errors to the documented exit codes.
+@main
+enum Main {
+    static func main() async {
+        do {
+            var command = try LatchkeyCommand.parseAsRoot(globalOptionsLast(Array(CommandLine.arguments.dropFirst())))
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch let error as CLIError {
+            Output.error(error.description)
+            exit(error.status.rawValue)
+        } catch let error as ExitCode {
+            exit(error.rawValue)
+        } catch {
+            let code = LatchkeyCommand.exitCode(for: error)
+            if code == .validationFailure {
+                // Usage errors are exit status 2, as the tool's contract says.
+                FileHandle.standardError.write(Data((LatchkeyCommand.fullMessage(for: error) + "\n").utf8))
+                exit(ExitStatus.usage.rawValue)
+            }
+            LatchkeyCommand.exit(withError: error)
+        }
+    }
 }

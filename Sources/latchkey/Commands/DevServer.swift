@@ -15,6 +15,8 @@ extension LatchkeyCommand {
                 counters are under /admin on loopback.
                 """)
 
+        @OptionGroup var global: GlobalOptions
+
         @Option(help: "The port to listen on (0 picks a free one).")
         var port: Int = 0
 

@@ -9,6 +9,8 @@ extension LatchkeyCommand {
         static let configuration = CommandConfiguration(
             abstract: "Walk through the credential lifecycle in a temporary home, with no network.")
 
+        @OptionGroup var global: GlobalOptions
+
         func run() async throws {
             let home = FileManager.default.temporaryDirectory.appendingPathComponent(
                 "latchkey-demo-\(UUID().uuidString)")

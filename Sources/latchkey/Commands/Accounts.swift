@@ -1,0 +1,69 @@
+import ArgumentParser
+import Foundation
+import Latchkey
+
+/// `latchkey accounts`.
+struct Accounts: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "List the accounts signed in on this device.")
+    @OptionGroup var global: GlobalOptions
+
+    struct Row: Encodable {
+        var id: String
+        var provider: String?
+        var username: String?
+        var email: String?
+        var isDefault: Bool
+        var accessTokenExpiresAt: Date?
+        var hasRefreshToken: Bool
+    }
+
+    func run() async throws {
+        let session = try await global.location.openStore()
+        let all: [StoredCredential]
+        let current: CredentialID?
+        do {
+            all = try await session.store.all()
+            current = try await session.store.default?.id
+        } catch {
+            throw CLIError.failed("The credential store cannot be read: \(error)")
+        }
+        let rows = all.map { stored in
+            Row(
+                id: stored.id.rawValue, provider: session.providerName(of: stored),
+                username: stored.metadata.preferredUsername, email: stored.metadata.email,
+                isDefault: stored.id == current,
+                accessTokenExpiresAt: stored.token.accessToken == nil ? nil : stored.token.expiresAt,
+                hasRefreshToken: stored.token.refreshToken != nil)
+        }
+        if global.json {
+            Output.json(rows)
+            return
+        }
+        if rows.isEmpty { Output.line("No accounts. Sign in with `latchkey login`.") }
+        for (row, stored) in zip(rows, all) {
+            var line = "\(row.isDefault ? "*" : " ") \(row.username ?? row.email ?? "?")\t\(row.email ?? "-")\t\(row.provider ?? "?")\t\(row.id)"
+            if stored.metadata.tags[Credential.needsSignInTag] != nil { line += "\t(must sign in again)" }
+            Output.line(line)
+        }
+    }
+}
+
+/// `latchkey use ACCOUNT`.
+struct Use: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Make an account the default.")
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "An account id, username or email.") var account: String
+
+    func run() async throws {
+        let session = try await global.location.openStore()
+        let stored = try await session.account(account)
+        do {
+            try await session.store.setDefault(stored.id)
+        } catch {
+            throw CLIError.failed("The default could not be changed: \(error)")
+        }
+        Output.report(
+            global, "\(stored.metadata.displayName ?? stored.id.rawValue) is the default account.",
+            ["id": .string(stored.id.rawValue)])
+    }
+}

@@ -1,0 +1,102 @@
+import ArgumentParser
+import Foundation
+import Latchkey
+import LatchkeyHTTP
+
+/// `latchkey login`.
+struct Login: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Sign an account in: with a password from standard input, in the browser, or with a device code.")
+
+    @OptionGroup var global: GlobalOptions
+    @Option(help: "The provider (may be left out when only one is configured).") var provider: String?
+    @Option(help: "The username, with --password-stdin.") var username: String?
+    @Flag(name: .customLong("password-stdin"), help: "Read the password from standard input.") var passwordStdin = false
+    @Flag(help: "Sign in through the browser (authorization code with PKCE and a loopback redirect).") var browser = false
+    @Flag(help: "Sign in with a device code shown here and entered on another device.") var device = false
+    @Option(name: .customLong("redirect-port"), help: "The loopback port of the browser redirect (0: any free port).")
+    var redirectPort: Int = 0
+    @Option(help: "Seconds to wait for the browser or the device code.") var timeout: Int = 300
+    @Flag(name: .customLong("make-default"), help: "Make this account the default.") var makeDefault = false
+
+    func validate() throws {
+        let methods = [passwordStdin, browser, device].filter { $0 }.count
+        guard methods == 1 else {
+            throw ValidationError("Choose one of --username U --password-stdin, --browser or --device.")
+        }
+        if passwordStdin, username == nil { throw ValidationError("--password-stdin needs --username.") }
+        if username != nil, !passwordStdin { throw ValidationError("--username goes with --password-stdin.") }
+        guard timeout > 0 else { throw ValidationError("--timeout must be positive.") }
+    }
+
+    func run() async throws {
+        let session = try await global.location.openStore()
+        let entry = try session.home.provider(named: provider)
+        guard let client = session.clients[entry.name] else { throw CLIError.input("No provider is named \(entry.name).") }
+        let password = passwordStdin ? try readSecretFromStandardInput("password") : nil
+        await session.retryDueOutbox()
+        let token: Token
+        do {
+            if let cognito = client as? CognitoProvider {
+                guard let username, let password else {
+                    throw CLIError.input("Cognito accounts sign in with --username and --password-stdin.")
+                }
+                token = try await cognito.passwordToken(username: username, password: password)
+            } else if let openID = client as? OpenIDProvider {
+                token = try await openID.token(for: method(password: password), scopes: nil)
+            } else {
+                throw CLIError.input("This provider cannot sign in accounts.")
+            }
+        } catch let error as ProviderError {
+            Output.endProgress()
+            throw CLIError.provider(error, doing: "Sign-in failed")
+        }
+        Output.endProgress()
+        let stored: StoredCredential
+        do {
+            stored = try await session.store.add(token, tags: [Home.providerTag: entry.name], makeDefault: makeDefault)
+        } catch {
+            throw CLIError.failed("The credential could not be stored: \(error)")
+        }
+        let isDefault = (try? await session.store.default?.id) == stored.id
+        let name = stored.metadata.displayName ?? stored.id.rawValue
+        Output.report(
+            global, "Signed in as \(name) (account \(stored.id))\(isDefault ? ", the default account" : "").",
+            ["id": .string(stored.id.rawValue), "account": .string(name), "isDefault": .bool(isDefault)])
+    }
+
+    private func method(password: String?) -> SignInMethod {
+        let deadline = Date().addingTimeInterval(TimeInterval(timeout))
+        if let username, let password { return .password(username: username, password: password) }
+        if browser {
+            return .browser(
+                listener: NIOLoopbackRedirectListener(port: redirectPort), timeout: .seconds(timeout),
+                open: { url in
+                    // The URL goes to standard error, so standard output stays for the result.
+                    FileHandle.standardError.write(Data("Open this URL to sign in:\n\(url.absoluteString)\n".utf8))
+                    Countdown.start(until: deadline, "Waiting for the browser")
+                })
+        }
+        return .deviceCode(prompt: { authorization in
+            let uri = authorization.verificationURIComplete ?? authorization.verificationURI
+            FileHandle.standardError.write(
+                Data("Enter the code \(authorization.userCode) at \(authorization.verificationURI.absoluteString)\n(or open \(uri.absoluteString))\n".utf8))
+            Countdown.start(until: authorization.expiresAt, "Waiting for the device code")
+        })
+    }
+}
+
+/// A countdown on a terminal while the user signs in elsewhere; nothing on a pipe.
+enum Countdown {
+    static func start(until deadline: Date, _ text: String) {
+        guard Output.errorIsTerminal else { return }
+        Task.detached {
+            while !Task.isCancelled {
+                let left = Int(deadline.timeIntervalSinceNow.rounded(.down))
+                guard left >= 0 else { return }
+                Output.progress("\(text)… \(left / 60):\(String(format: "%02d", left % 60)) left")
+                try? await Task.sleep(for: .seconds(1))
+            }
+        }
+    }
+}

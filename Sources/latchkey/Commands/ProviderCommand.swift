@@ -1,0 +1,127 @@
+import ArgumentParser
+import Foundation
+import Latchkey
+
+/// `latchkey provider add | list | remove`.
+struct ProviderCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "provider", abstract: "Configure the providers accounts sign in with.",
+        subcommands: [Add.self, List.self, RemoveProvider.self])
+
+    struct Add: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Add an OpenID provider, or an Amazon Cognito user pool with --cognito.")
+
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "A name for the provider.") var name: String
+        @Option(help: "The issuer URL (OpenID).") var issuer: String?
+        @Option(name: .customLong("client-id"), help: "The client id.") var clientID: String
+        @Flag(name: .customLong("client-secret-stdin"), help: "Read the client secret from standard input.")
+        var clientSecretStdin = false
+        @Option(help: "The scopes to ask for, space separated.") var scope: String?
+        @Option(name: .customLong("auth-method"), help: "Client authentication: none, basic or post.")
+        var authMethod: String?
+        @Option(
+            name: .customLong("endpoint"),
+            help: "Override one endpoint: KIND=URL, KIND one of authorization, token, revocation, introspection, userinfo, end-session, jwks, device-authorization.")
+        var endpoints: [String] = []
+        @Flag(help: "An Amazon Cognito user pool.") var cognito = false
+        @Option(help: "The Cognito region.") var region: String?
+        @Option(name: .customLong("user-pool-id"), help: "The Cognito user pool id.") var userPoolID: String?
+        @Option(name: .customLong("endpoint-url"), help: "The Cognito API URL (an emulator, say).") var endpointURL: String?
+
+        func validate() throws {
+            if cognito {
+                guard region != nil, userPoolID != nil else {
+                    throw ValidationError("--cognito needs --region and --user-pool-id.")
+                }
+                guard issuer == nil, endpoints.isEmpty else {
+                    throw ValidationError("--issuer and --endpoint are for OpenID providers, not --cognito.")
+                }
+            } else {
+                guard let issuer, let url = URL(string: issuer), url.scheme != nil, url.host != nil else {
+                    throw ValidationError("--issuer must be the provider's issuer URL.")
+                }
+                guard EndpointSecurity.isAcceptable(url) else {
+                    throw ValidationError("--issuer must be https (plain http only on loopback).")
+                }
+            }
+            if let authMethod, !["none", "basic", "post"].contains(authMethod) {
+                throw ValidationError("--auth-method must be none, basic or post.")
+            }
+            for endpoint in endpoints {
+                let parts = endpoint.split(separator: "=", maxSplits: 1).map(String.init)
+                guard parts.count == 2, EndpointKind(rawValue: parts[0]) != nil, URL(string: parts[1])?.host != nil else {
+                    throw ValidationError("--endpoint takes KIND=URL with a known KIND: \(endpoint)")
+                }
+            }
+        }
+
+        func run() async throws {
+            let home = global.location
+            var providers = try home.providers()
+            guard !providers.contains(where: { $0.name == name }) else {
+                throw CLIError.input("A provider named \(name) exists; remove it first.")
+            }
+            let secret = clientSecretStdin ? try readSecretFromStandardInput("client secret") : nil
+            if authMethod.map({ $0 != "none" }) == true, secret == nil {
+                throw CLIError.input("--auth-method \(authMethod ?? "") needs --client-secret-stdin.")
+            }
+            var endpointMap: [String: String] = [:]
+            for endpoint in endpoints {
+                let parts = endpoint.split(separator: "=", maxSplits: 1).map(String.init)
+                endpointMap[parts[0]] = parts[1]
+            }
+            let entry = ProviderEntry(
+                name: name, kind: cognito ? .cognito : .openid, clientID: clientID, issuer: issuer, clientSecret: secret,
+                scopes: scope.map { $0.split(separator: " ").map(String.init) }, authMethod: authMethod,
+                endpoints: endpointMap.isEmpty ? nil : endpointMap, region: region, userPoolID: userPoolID,
+                endpointURL: endpointURL)
+            providers.append(entry)
+            try home.saveProviders(providers)
+            Output.report(global, "Added provider \(name).", ["name": .string(name)])
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List the configured providers.")
+        @OptionGroup var global: GlobalOptions
+
+        func run() async throws {
+            let providers = try global.location.providers()
+            if global.json {
+                Output.json(
+                    providers.map { entry -> [String: JSONValue] in
+                        var object: [String: JSONValue] = [
+                            "name": .string(entry.name), "kind": .string(entry.kind.rawValue),
+                            "clientId": .string(entry.clientID),
+                        ]
+                        if let identity = entry.identity { object["issuer"] = .string(identity.issuer) }
+                        return object
+                    })
+                return
+            }
+            if providers.isEmpty { Output.line("No providers. Add one with `latchkey provider add`.") }
+            for entry in providers {
+                Output.line("\(entry.name)\t\(entry.kind.rawValue)\t\(entry.identity?.issuer ?? "?")\t\(entry.clientID)")
+            }
+        }
+    }
+
+    struct RemoveProvider: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "remove", abstract: "Remove a provider.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The provider's name.") var name: String
+
+        func run() async throws {
+            let home = global.location
+            var providers = try home.providers()
+            guard providers.contains(where: { $0.name == name }) else {
+                throw CLIError.input("No provider is named \(name).")
+            }
+            providers.removeAll { $0.name == name }
+            try home.saveProviders(providers)
+            Output.report(global, "Removed provider \(name). Its accounts stay stored until signed out or removed.")
+        }
+    }
+}

@@ -1,0 +1,156 @@
+import ArgumentParser
+import Foundation
+import Latchkey
+
+/// `latchkey token [ACCOUNT]`: the raw access token, refreshed if needed (like `gh auth token`).
+struct TokenCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "token", abstract: "Print the account's access token (refreshed if needed) on standard output.")
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "An account id, username or email; the default account if left out.") var account: String?
+
+    func run() async throws {
+        let session = try await global.location.openStore()
+        let stored = try await session.account(account)
+        let credential = try await session.credential(stored)
+        // Only go to the network (and retry the outbox) when the token must be refreshed.
+        if stored.token.accessToken == nil || stored.token.expires(within: 60) { await session.retryDueOutbox() }
+        let token: String
+        do {
+            token = try await credential.accessToken()
+        } catch {
+            throw CLIError.provider(error, doing: "No access token")
+        }
+        if global.json {
+            Output.json(["accessToken": token])
+        } else {
+            Output.line(token)
+        }
+    }
+}
+
+/// `latchkey refresh [ACCOUNT]`.
+struct Refresh: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Refresh the account's tokens now.")
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "An account id, username or email; the default account if left out.") var account: String?
+
+    func run() async throws {
+        let session = try await global.location.openStore()
+        let stored = try await session.account(account)
+        await session.retryDueOutbox()
+        let credential = try await session.credential(stored)
+        let token: Token
+        do {
+            token = try await credential.refresh()
+        } catch {
+            throw CLIError.provider(error, doing: "Refresh failed")
+        }
+        let expiry = token.expiresAt.map { $0.formatted(.iso8601) } ?? "unknown"
+        var fields: [String: JSONValue] = ["id": .string(stored.id.rawValue)]
+        if let expiresAt = token.expiresAt { fields["accessTokenExpiresAt"] = .string(expiresAt.formatted(.iso8601)) }
+        Output.report(global, "Refreshed \(stored.metadata.displayName ?? stored.id.rawValue); the access token expires at \(expiry).", fields)
+    }
+}
+
+/// `latchkey userinfo [ACCOUNT]`.
+struct UserInfo: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "userinfo", abstract: "Show the account's claims from the provider.")
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "An account id, username or email; the default account if left out.") var account: String?
+
+    func run() async throws {
+        let session = try await global.location.openStore()
+        let stored = try await session.account(account)
+        await session.retryDueOutbox()
+        let credential = try await session.credential(stored)
+        let claims: [String: JSONValue]
+        do {
+            claims = try await credential.userInfo()
+        } catch {
+            throw CLIError.provider(error, doing: "Userinfo failed")
+        }
+        if global.json {
+            Output.json(claims)
+            return
+        }
+        for key in claims.keys.sorted() {
+            let value: String
+            switch claims[key] {
+            case .string(let text)?: value = text
+            case .number(let number)?: value = number.rounded() == number ? String(Int(number)) : String(number)
+            case .bool(let flag)?: value = String(flag)
+            default: value = "…"
+            }
+            Output.line("\(key): \(value)")
+        }
+    }
+}
+
+/// `latchkey revoke [ACCOUNT] [--type …]`.
+struct Revoke: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Revoke the account's tokens at the provider (RFC 7009); revoked tokens leave this device.")
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "An account id, username or email; the default account if left out.") var account: String?
+    @Option(name: .customLong("type"), help: "access, refresh, device-secret or all.") var type: String = "all"
+
+    func validate() throws {
+        guard RevocationScope(rawValue: type) != nil else {
+            throw ValidationError("--type must be access, refresh, device-secret or all.")
+        }
+    }
+
+    func run() async throws {
+        let session = try await global.location.openStore()
+        let stored = try await session.account(account)
+        await session.retryDueOutbox()
+        let result = try await session.credential(stored).revoke(RevocationScope(rawValue: type) ?? .all)
+        let outcomes = result.outcomes.sorted { $0.key.rawValue < $1.key.rawValue }
+        if global.json {
+            var fields: [String: JSONValue] = ["removedFromStore": .bool(result.removedFromStore)]
+            fields["outcomes"] = .object(
+                Dictionary(
+                    uniqueKeysWithValues: outcomes.map { kind, outcome in
+                        switch outcome {
+                        case .revoked: (kind.rawValue, JSONValue.string("revoked"))
+                        case .notPresent: (kind.rawValue, .string("not-present"))
+                        case .failed(let error): (kind.rawValue, .string("failed: \(error)"))
+                        }
+                    }))
+            Output.report(global, result.succeeded ? "Revoked." : "Some revocations failed.", fields)
+        } else {
+            for (kind, outcome) in outcomes {
+                switch outcome {
+                case .revoked: Output.line("\(Output.mark(true)) \(kind) revoked")
+                case .notPresent: Output.line("- \(kind): none")
+                case .failed(let error): Output.line("\(Output.mark(false)) \(kind): \(error)")
+                }
+            }
+            if result.removedFromStore { Output.line("Nothing usable was left: the account was removed from this device.") }
+        }
+        if !result.succeeded { throw ExitCode(ExitStatus.failed.rawValue) }
+    }
+}
+
+/// `latchkey remove [ACCOUNT]`: local only.
+struct Remove: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Remove the account from this device only; its tokens stay valid on the server until they expire.")
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "An account id, username or email; the default account if left out.") var account: String?
+
+    func run() async throws {
+        let session = try await global.location.openStore()
+        let stored = try await session.account(account)
+        do {
+            try await session.store.remove(stored.id)
+        } catch {
+            throw CLIError.failed("The account could not be removed: \(error)")
+        }
+        Output.report(
+            global,
+            "Removed \(stored.metadata.displayName ?? stored.id.rawValue) from this device. Its tokens stay valid on the server until they expire; use `latchkey signout` or `latchkey revoke` to end them.",
+            ["id": .string(stored.id.rawValue), "tokensStillValidOnServer": .bool(true)])
+    }
+}
