@@ -41,7 +41,8 @@ struct Accounts: AsyncParsableCommand {
         }
         if rows.isEmpty { Output.line("No accounts. Sign in with `latchkey login`.") }
         for (row, stored) in zip(rows, all) {
-            var line = "\(row.isDefault ? "*" : " ") \(row.username ?? row.email ?? "?")\t\(row.email ?? "-")\t\(row.provider ?? "?")\t\(row.id)"
+            var line =
+                "\(row.isDefault ? "*" : " ") \(row.username ?? row.email ?? "?")\t\(row.email ?? "-")\t\(row.provider ?? "?")\t\(row.id)"
             if stored.metadata.tags[Credential.needsSignInTag] != nil { line += "\t(must sign in again)" }
             Output.line(line)
         }

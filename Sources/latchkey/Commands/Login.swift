@@ -12,7 +12,8 @@ struct Login: AsyncParsableCommand {
     @Option(help: "The provider (may be left out when only one is configured).") var provider: String?
     @Option(help: "The username, with --password-stdin.") var username: String?
     @Flag(name: .customLong("password-stdin"), help: "Read the password from standard input.") var passwordStdin = false
-    @Flag(help: "Sign in through the browser (authorization code with PKCE and a loopback redirect).") var browser = false
+    @Flag(help: "Sign in through the browser (authorization code with PKCE and a loopback redirect).") var browser =
+        false
     @Flag(help: "Sign in with a device code shown here and entered on another device.") var device = false
     @Option(name: .customLong("redirect-port"), help: "The loopback port of the browser redirect (0: any free port).")
     var redirectPort: Int = 0
@@ -32,7 +33,9 @@ struct Login: AsyncParsableCommand {
     func run() async throws {
         let session = try await global.location.openStore()
         let entry = try session.home.provider(named: provider)
-        guard let client = session.clients[entry.name] else { throw CLIError.input("No provider is named \(entry.name).") }
+        guard let client = session.clients[entry.name] else {
+            throw CLIError.input("No provider is named \(entry.name).")
+        }
         let password = passwordStdin ? try readSecretFromStandardInput("password") : nil
         await session.retryDueOutbox()
         let token: Token
@@ -80,7 +83,9 @@ struct Login: AsyncParsableCommand {
         return .deviceCode(prompt: { authorization in
             let uri = authorization.verificationURIComplete ?? authorization.verificationURI
             FileHandle.standardError.write(
-                Data("Enter the code \(authorization.userCode) at \(authorization.verificationURI.absoluteString)\n(or open \(uri.absoluteString))\n".utf8))
+                Data(
+                    "Enter the code \(authorization.userCode) at \(authorization.verificationURI.absoluteString)\n(or open \(uri.absoluteString))\n"
+                        .utf8))
             Countdown.start(until: authorization.expiresAt, "Waiting for the device code")
         })
     }

@@ -23,12 +23,15 @@ struct ProviderCommand: AsyncParsableCommand {
         var authMethod: String?
         @Option(
             name: .customLong("endpoint"),
-            help: "Override one endpoint: KIND=URL, KIND one of authorization, token, revocation, introspection, userinfo, end-session, jwks, device-authorization.")
+            help:
+                "Override one endpoint: KIND=URL, KIND one of authorization, token, revocation, introspection, userinfo, end-session, jwks, device-authorization."
+        )
         var endpoints: [String] = []
         @Flag(help: "An Amazon Cognito user pool.") var cognito = false
         @Option(help: "The Cognito region.") var region: String?
         @Option(name: .customLong("user-pool-id"), help: "The Cognito user pool id.") var userPoolID: String?
-        @Option(name: .customLong("endpoint-url"), help: "The Cognito API URL (an emulator, say).") var endpointURL: String?
+        @Option(name: .customLong("endpoint-url"), help: "The Cognito API URL (an emulator, say).") var endpointURL:
+            String?
 
         func validate() throws {
             if cognito {
@@ -51,7 +54,8 @@ struct ProviderCommand: AsyncParsableCommand {
             }
             for endpoint in endpoints {
                 let parts = endpoint.split(separator: "=", maxSplits: 1).map(String.init)
-                guard parts.count == 2, EndpointKind(rawValue: parts[0]) != nil, URL(string: parts[1])?.host != nil else {
+                guard parts.count == 2, EndpointKind(rawValue: parts[0]) != nil, URL(string: parts[1])?.host != nil
+                else {
                     throw ValidationError("--endpoint takes KIND=URL with a known KIND: \(endpoint)")
                 }
             }
@@ -73,7 +77,8 @@ struct ProviderCommand: AsyncParsableCommand {
                 endpointMap[parts[0]] = parts[1]
             }
             let entry = ProviderEntry(
-                name: name, kind: cognito ? .cognito : .openid, clientID: clientID, issuer: issuer, clientSecret: secret,
+                name: name, kind: cognito ? .cognito : .openid, clientID: clientID, issuer: issuer,
+                clientSecret: secret,
                 scopes: scope.map { $0.split(separator: " ").map(String.init) }, authMethod: authMethod,
                 endpoints: endpointMap.isEmpty ? nil : endpointMap, region: region, userPoolID: userPoolID,
                 endpointURL: endpointURL)
@@ -103,7 +108,8 @@ struct ProviderCommand: AsyncParsableCommand {
             }
             if providers.isEmpty { Output.line("No providers. Add one with `latchkey provider add`.") }
             for entry in providers {
-                Output.line("\(entry.name)\t\(entry.kind.rawValue)\t\(entry.identity?.issuer ?? "?")\t\(entry.clientID)")
+                Output.line(
+                    "\(entry.name)\t\(entry.kind.rawValue)\t\(entry.identity?.issuer ?? "?")\t\(entry.clientID)")
             }
         }
     }

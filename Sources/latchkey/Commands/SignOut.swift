@@ -13,7 +13,8 @@ struct SignOut: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "signout",
         abstract: "Sign out on this device or on all devices, revoking the tokens.",
-        discussion: "Exit status 0: complete; 3: signed out here, but a server step failed or was queued; 1: still signed in.")
+        discussion:
+            "Exit status 0: complete; 3: signed out here, but a server step failed or was queued; 1: still signed in.")
 
     @OptionGroup var common: GlobalOptions
     @Argument(help: "An account id, username or email; the default account if left out.") var account: String?
@@ -107,7 +108,8 @@ struct SignOut: AsyncParsableCommand {
                     steps: result.steps.map {
                         Report.Step(
                             account: $0.accountName ?? $0.account.rawValue, step: $0.kind.description,
-                            status: $0.status.rawValue, error: $0.status == .succeeded || $0.status == .skipped ? nil : $0.reason,
+                            status: $0.status.rawValue,
+                            error: $0.status == .succeeded || $0.status == .skipped ? nil : $0.reason,
                             retryable: $0.isRetryable)
                     },
                     browserURLs: result.browserURLs.isEmpty ? nil : result.browserURLs.map(\.absoluteString)))
@@ -125,11 +127,15 @@ struct SignOut: AsyncParsableCommand {
             if let reason = step.reason { line += " (\(reason))" }
             Output.line(line)
         }
-        for url in result.browserURLs { Output.line("Open this URL to end the provider session: \(url.absoluteString)") }
+        for url in result.browserURLs {
+            Output.line("Open this URL to end the provider session: \(url.absoluteString)")
+        }
         switch result {
         case .complete: Output.line("Signed out.")
         case .partial:
-            Output.line("Signed out on this device; some server steps failed. Queued revocations are retried by `latchkey outbox retry` and before other commands.")
+            Output.line(
+                "Signed out on this device; some server steps failed. Queued revocations are retried by `latchkey outbox retry` and before other commands."
+            )
         case .failed(let error, _): Output.line("Still signed in: \(error)")
         }
     }
@@ -186,7 +192,8 @@ struct Outbox: AsyncParsableCommand {
         if entries.isEmpty { Output.line("The outbox is empty: every revocation went through.") }
         for entry in entries {
             Output.line(
-                "\(entry.kind) of \(entry.account ?? "?") at \(entry.provider.issuer): \(entry.attempts) attempt(s), next at \(entry.nextAttemptAt.formatted(.iso8601))")
+                "\(entry.kind) of \(entry.account ?? "?") at \(entry.provider.issuer): \(entry.attempts) attempt(s), next at \(entry.nextAttemptAt.formatted(.iso8601))"
+            )
         }
     }
 }

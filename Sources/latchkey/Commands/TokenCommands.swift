@@ -49,13 +49,17 @@ struct Refresh: AsyncParsableCommand {
         let expiry = token.expiresAt.map { $0.formatted(.iso8601) } ?? "unknown"
         var fields: [String: JSONValue] = ["id": .string(stored.id.rawValue)]
         if let expiresAt = token.expiresAt { fields["accessTokenExpiresAt"] = .string(expiresAt.formatted(.iso8601)) }
-        Output.report(global, "Refreshed \(stored.metadata.displayName ?? stored.id.rawValue); the access token expires at \(expiry).", fields)
+        Output.report(
+            global,
+            "Refreshed \(stored.metadata.displayName ?? stored.id.rawValue); the access token expires at \(expiry).",
+            fields)
     }
 }
 
 /// `latchkey userinfo [ACCOUNT]`.
 struct UserInfo: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "userinfo", abstract: "Show the account's claims from the provider.")
+    static let configuration = CommandConfiguration(
+        commandName: "userinfo", abstract: "Show the account's claims from the provider.")
     @OptionGroup var global: GlobalOptions
     @Argument(help: "An account id, username or email; the default account if left out.") var account: String?
 
@@ -127,7 +131,9 @@ struct Revoke: AsyncParsableCommand {
                 case .failed(let error): Output.line("\(Output.mark(false)) \(kind): \(error)")
                 }
             }
-            if result.removedFromStore { Output.line("Nothing usable was left: the account was removed from this device.") }
+            if result.removedFromStore {
+                Output.line("Nothing usable was left: the account was removed from this device.")
+            }
         }
         if !result.succeeded { throw ExitCode(ExitStatus.failed.rawValue) }
     }

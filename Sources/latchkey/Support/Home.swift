@@ -29,7 +29,8 @@ struct ProviderEntry: Codable, Sendable {
             return issuer.map { ProviderIdentity(issuer: $0, clientID: clientID) }
         case .cognito:
             guard let region, let userPoolID else { return nil }
-            return ProviderIdentity(issuer: "https://cognito-idp.\(region).amazonaws.com/\(userPoolID)", clientID: clientID)
+            return ProviderIdentity(
+                issuer: "https://cognito-idp.\(region).amazonaws.com/\(userPoolID)", clientID: clientID)
         }
     }
 }
@@ -76,7 +77,9 @@ struct Home {
         let data = try encoder.encode(providers)
         // Client secrets live here: the file is private to its owner.
         let temporary = providersFile.appendingPathExtension("tmp")
-        guard FileManager.default.createFile(atPath: temporary.path, contents: data, attributes: [.posixPermissions: 0o600])
+        guard
+            FileManager.default.createFile(
+                atPath: temporary.path, contents: data, attributes: [.posixPermissions: 0o600])
         else { throw CLIError.failed("\(providersFile.path) cannot be written.") }
         if FileManager.default.fileExists(atPath: providersFile.path) {
             _ = try FileManager.default.replaceItemAt(providersFile, withItemAt: temporary)
@@ -192,7 +195,8 @@ struct Session {
     /// The live handle of a stored credential, through the provider it came from.
     func credential(_ stored: StoredCredential) async throws -> Credential {
         guard let provider = await store.provider(for: stored.token.provider) else {
-            throw CLIError.input("The provider of \(stored.metadata.displayName ?? stored.id.rawValue) is no longer configured.")
+            throw CLIError.input(
+                "The provider of \(stored.metadata.displayName ?? stored.id.rawValue) is no longer configured.")
         }
         if let openID = provider as? OpenIDProvider { return await openID.credential(stored.id, in: store) }
         if let cognito = provider as? CognitoProvider { return await cognito.credential(stored.id, in: store) }

@@ -32,7 +32,8 @@ struct CLIError: Error, CustomStringConvertible {
     /// The tool's error for a provider failure: exit 4 when the account must sign in again.
     static func provider(_ error: ProviderError, doing what: String) -> CLIError {
         if error.requiresSignIn {
-            return CLIError(status: .signInRequired, description: "\(what): the account must sign in again (\(error.reason))")
+            return CLIError(
+                status: .signInRequired, description: "\(what): the account must sign in again (\(error.reason))")
         }
         return CLIError(status: .failed, description: "\(what): \(error)")
     }
@@ -40,7 +41,10 @@ struct CLIError: Error, CustomStringConvertible {
 
 /// Shared flags: `--home` and `--json`.
 struct GlobalOptions: ParsableArguments {
-    @Option(help: "The Latchkey home (one home is one device). Default: $LATCHKEY_HOME, then $XDG_CONFIG_HOME/latchkey, then ~/.config/latchkey.")
+    @Option(
+        help:
+            "The Latchkey home (one home is one device). Default: $LATCHKEY_HOME, then $XDG_CONFIG_HOME/latchkey, then ~/.config/latchkey."
+    )
     var home: String?
 
     @Flag(help: "Print one JSON document instead of text.")
