@@ -116,6 +116,15 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // The built `latchkey` binary, run as a user would.
+        .testTarget(
+            name: "LatchkeyCLITests",
+            dependencies: [
+                "LatchkeyDevProvider",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ],
+            swiftSettings: strictSettings
+        ),
         // Conformance tests of the development provider, over real HTTP on loopback.
         .testTarget(
             name: "LatchkeyDevProviderTests",

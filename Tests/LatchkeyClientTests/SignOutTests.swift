@@ -104,6 +104,20 @@ struct SignOutTests {
         }
     }
 
+    @Test("the global sign-out goes before the revocations, which would kill the token it needs")
+    func globalBeforeRevocations() async throws {
+        try await withDevices { devices in
+            _ = try await devices.signIn(devices.a)
+            let other = try await devices.signIn(devices.b)
+            // A slow global endpoint: revocations running beside it would land first.
+            devices.dev.faults.set(.latency(milliseconds: 300), for: .globalSignOut)
+            let result = await devices.a.signOut(.current, options: .global)
+            guard case .complete = result else { Issue.record("expected complete, got \(result)"); return }
+            #expect(status(result, "global-signout") == .succeeded)
+            #expect(try await devices.isActive(try await other.token.refreshToken) == false)
+        }
+    }
+
     @Test("3. a cancelled sign-out changes nothing: the session stays active")
     func cancelled() async throws {
         try await withDevices { devices in

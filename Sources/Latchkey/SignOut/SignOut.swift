@@ -5,8 +5,9 @@ extension CredentialStore {
     /// asked, and reports every step.
     ///
     /// For each account, in this order: when a global sign-out needs a valid access token and
-    /// it has expired, refresh first; then the global sign-out, the revocations (in parallel)
-    /// and the end of the provider session, all at once; then the hooks; then local removal.
+    /// it has expired, refresh first; then the global sign-out (before any revocation, which
+    /// could kill the access token it needs); then the revocations and the end of the provider
+    /// session, all at once; then the hooks; then local removal.
     /// Accounts are signed out in parallel. The provider of each credential must have been
     /// registered with ``register(_:)``.
     ///
@@ -89,43 +90,18 @@ extension CredentialStore {
             }
         }
 
-        // 2. Server steps, all at once.
+        // 2. The global sign-out first: it needs the access token, which a revocation of the
+        // access token (or of the grant) running at the same time could kill.
         let current = token
         let accessToken = accessTokenForGlobal
+        if options.global {
+            steps.append(
+                await globalSignOutStep(
+                    credential, provider: provider, supported: globalSupported, accessToken: accessToken))
+        }
+
+        // 3. Revocations and the end of the provider session, all at once.
         let serverSteps = await withTaskGroup(of: [SignOutStep].self) { group -> [SignOutStep] in
-            if options.global {
-                group.addTask {
-                    guard let provider else {
-                        return [Self.noProvider(credential, .globalSignOut)]
-                    }
-                    guard globalSupported else {
-                        return [
-                            SignOutStep(
-                                credential, .globalSignOut, .skipped,
-                                reason:
-                                    "unsupported by the provider; fell back to revoking the grant and ending the provider session"
-                            )
-                        ]
-                    }
-                    guard let accessToken else {
-                        return [
-                            SignOutStep(
-                                credential, .globalSignOut, .failed, reason: "no valid access token to sign out with",
-                                retryable: true)
-                        ]
-                    }
-                    do throws(ProviderError) {
-                        try await provider.globalSignOut(accessToken: accessToken)
-                        return [SignOutStep(credential, .globalSignOut, .succeeded)]
-                    } catch {
-                        return [
-                            SignOutStep(
-                                credential, .globalSignOut, .failed, reason: error.description, error: error,
-                                retryable: error.isRetryable)
-                        ]
-                    }
-                }
-            }
             if revoke {
                 for kind in [TokenKind.accessToken, .refreshToken, .deviceSecret] {
                     guard let value = current.value(of: kind) else { continue }
@@ -186,7 +162,7 @@ extension CredentialStore {
         }
         steps += serverSteps
 
-        // 3. Hooks, in order.
+        // 4. Hooks, in order.
         for hook in options.hooks {
             do {
                 try await hook.run(credential)
@@ -206,7 +182,7 @@ extension CredentialStore {
             })
         let serverFailed = steps.contains { $0.status == .failed }
 
-        // 4a. Server first: a failed server step leaves the account signed in.
+        // 5a. Server first: a failed server step leaves the account signed in.
         if options.policy == .serverFirst && serverFailed {
             var remaining = token
             for kind in revokedKinds { Self.drop(kind, from: &remaining) }
@@ -225,7 +201,7 @@ extension CredentialStore {
                     underlying: failed?.error))
         }
 
-        // 4b. Always local: failed revocations wait in the outbox, never in the credential store.
+        // 5b. Always local: failed revocations wait in the outbox, never in the credential store.
         for index in steps.indices {
             guard case .revoke(let kind) = steps[index].kind, steps[index].status == .failed,
                 let value = token.value(of: kind)
@@ -246,7 +222,7 @@ extension CredentialStore {
             }
         }
 
-        // 5. Local removal.
+        // 6. Local removal.
         do {
             try await remove(credential.id)
             steps.append(SignOutStep(credential, .localRemoval, .succeeded))
@@ -260,6 +236,29 @@ extension CredentialStore {
                 failure: SignOutError(
                     account: credential.id, reason: "The credential could not be removed from this device: \(error)",
                     underlying: error))
+        }
+    }
+
+    private func globalSignOutStep(
+        _ credential: StoredCredential, provider: (any IdentityProvider)?, supported: Bool, accessToken: String?
+    ) async -> SignOutStep {
+        guard let provider else { return Self.noProvider(credential, .globalSignOut) }
+        guard supported else {
+            return SignOutStep(
+                credential, .globalSignOut, .skipped,
+                reason: "unsupported by the provider; fell back to revoking the grant and ending the provider session")
+        }
+        guard let accessToken else {
+            return SignOutStep(
+                credential, .globalSignOut, .failed, reason: "no valid access token to sign out with", retryable: true)
+        }
+        do throws(ProviderError) {
+            try await provider.globalSignOut(accessToken: accessToken)
+            return SignOutStep(credential, .globalSignOut, .succeeded)
+        } catch {
+            return SignOutStep(
+                credential, .globalSignOut, .failed, reason: error.description, error: error,
+                retryable: error.isRetryable)
         }
     }
 

@@ -4,6 +4,12 @@ import Latchkey
 import LatchkeyHTTP
 import LatchkeySQLite
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// A configured provider, as `providers.json` keeps it.
 struct ProviderEntry: Codable, Sendable {
     enum Kind: String, Codable, Sendable { case openid, cognito }
@@ -81,10 +87,10 @@ struct Home {
             FileManager.default.createFile(
                 atPath: temporary.path, contents: data, attributes: [.posixPermissions: 0o600])
         else { throw CLIError.failed("\(providersFile.path) cannot be written.") }
-        if FileManager.default.fileExists(atPath: providersFile.path) {
-            _ = try FileManager.default.replaceItemAt(providersFile, withItemAt: temporary)
-        } else {
-            try FileManager.default.moveItem(at: temporary, to: providersFile)
+        // rename(2) replaces the old list atomically: a crash leaves the old or the new one.
+        guard rename(temporary.path, providersFile.path) == 0 else {
+            try? FileManager.default.removeItem(at: temporary)
+            throw CLIError.failed("\(providersFile.path) cannot be written.")
         }
     }
 

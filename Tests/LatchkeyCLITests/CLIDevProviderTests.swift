@@ -1,0 +1,249 @@
+import AsyncHTTPClient
+import Foundation
+import LatchkeyDevProvider
+import NIOCore
+import NIOHTTP1
+import Testing
+
+/// Every command, exit code and JSON shape, with the built binary against the development
+/// provider; two homes are two devices.
+@Suite("latchkey against the development provider")
+struct CLIDevProviderTests {
+    func withDevices(_ body: (DevProvider, Device, Device) async throws -> Void) async throws {
+        let dev = try await DevProvider.start()
+        let a = try Device()
+        let b = try Device()
+        defer {
+            a.cleanUp()
+            b.cleanUp()
+        }
+        for device in [a, b] {
+            let added = try await device.run("provider", "add", "dev", "--issuer", dev.issuer.absoluteString, "--client-id", "latchkey-cli")
+            #expect(added.status == 0, "\(added.stderr)")
+        }
+        do {
+            try await body(dev, a, b)
+        } catch {
+            await dev.stop()
+            throw error
+        }
+        await dev.stop()
+    }
+
+    func login(_ device: Device, _ user: String, _ extra: String...) async throws -> CLI.Run {
+        try await device.run(arguments: ["login", "--username", user, "--password-stdin"] + extra, input: "\(user)-password")
+    }
+
+    @Test("provider add, list, remove; bad input is exit 2")
+    func providers() async throws {
+        let device = try Device()
+        defer { device.cleanUp() }
+        #expect(try await device.run("provider", "add", "p", "--issuer", "http://login.example.com", "--client-id", "x").status == 2)
+        #expect(try await device.run("provider", "add", "p", "--issuer", "https://login.example.com", "--client-id", "x", "--endpoint", "bogus=https://x.example").status == 2)
+        #expect(try await device.run("provider", "add", "p", "--cognito", "--client-id", "x").status == 2)
+        #expect(try await device.run("provider", "add", "p", "--issuer", "https://login.example.com", "--client-id", "x", "--auth-method", "basic").status == 2)
+        let added = try await device.run(
+            arguments: ["provider", "add", "corp", "--issuer", "https://login.example.com", "--client-id", "cli",
+                        "--client-secret-stdin", "--auth-method", "post", "--scope", "openid email",
+                        "--endpoint", "end-session=https://login.example.com/logout"],
+            input: "s3cret")
+        #expect(added.status == 0, "\(added.stderr)")
+        let cognito = try await device.run(
+            "--json", "provider", "add", "pool", "--cognito", "--region", "eu-west-1", "--user-pool-id", "eu-west-1_abc",
+            "--client-id", "app", "--endpoint-url", "http://127.0.0.1:9")
+        #expect(cognito.status == 0)
+        #expect(cognito.object["name"] as? String == "pool")
+        #expect(try await device.run("provider", "add", "corp", "--issuer", "https://x.example", "--client-id", "y").status == 2)
+        let list = try await device.run("provider", "list", "--json")
+        #expect(list.array.map { $0["name"] as? String } == ["corp", "pool"])
+        #expect(list.array.last?["issuer"] as? String == "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_abc")
+        let file = try String(contentsOfFile: device.path + "/providers.json", encoding: .utf8)
+        #expect(file.contains("s3cret"))
+        let mode = try FileManager.default.attributesOfItem(atPath: device.path + "/providers.json")[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        #expect(try await device.run("provider", "remove", "corp").status == 0)
+        #expect(try await device.run("provider", "remove", "corp").status == 2)
+        #expect(try await device.run("provider", "list").stdout.contains("pool"))
+        // With two providers, login must name one.
+        _ = try await device.run("provider", "add", "other", "--issuer", "https://other.example", "--client-id", "z")
+        #expect(try await device.run(arguments: ["login", "--username", "u", "--password-stdin"], input: "p").status == 2)
+    }
+
+    @Test("login, accounts, use, token, refresh, userinfo: the happy path and its JSON")
+    func accountsAndTokens() async throws {
+        try await withDevices { dev, a, _ in
+            #expect(try await login(a, "alice").status == 0)
+            let bob = try await login(a, "bob", "--json")
+            #expect(bob.object["isDefault"] as? Bool == false)
+            let wrong = try await a.run(arguments: ["login", "--username", "alice", "--password-stdin"], input: "nope")
+            #expect(wrong.status == 1)
+            #expect(wrong.stderr.hasPrefix("latchkey: "))
+            #expect(try await a.run("login", "--browser", "--device").status == 2)
+
+            let accounts = try await a.run("--json", "accounts")
+            #expect(accounts.status == 0)
+            #expect(accounts.array.count == 2)
+            let first = try #require(accounts.array.first)
+            #expect(Set(first.keys) == ["id", "provider", "username", "email", "isDefault", "accessTokenExpiresAt", "hasRefreshToken"])
+            #expect(first["username"] as? String == "alice")
+            #expect(first["isDefault"] as? Bool == true)
+            #expect(first["provider"] as? String == "dev")
+            #expect(first["hasRefreshToken"] as? Bool == true)
+
+            #expect(try await a.run("use", "bob@example.com").status == 0)
+            #expect(try await a.run("use", "carol").status == 2)
+            let token = try await a.run("token")
+            #expect(token.status == 0)
+            let raw = token.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(raw.split(separator: ".").count == 3)
+            #expect(!raw.contains(" "))
+            let aliceToken = try await a.run("token", "alice")
+            #expect(aliceToken.stdout != token.stdout)
+
+            let refreshed = try await a.run("refresh", "--json")
+            #expect(refreshed.status == 0)
+            #expect(refreshed.object["accessTokenExpiresAt"] != nil)
+            #expect(try await a.run("token").stdout != token.stdout)
+            let userinfo = try await a.run("userinfo", "--json")
+            #expect(userinfo.object["email"] as? String == "bob@example.com")
+            #expect(try await a.run("userinfo").stdout.contains("preferred_username: bob"))
+            #expect(dev.faults.count("token.refresh_token") == 1)
+        }
+    }
+
+    @Test("revoke by type, remove is local, and errors never show a token")
+    func revokeAndRemove() async throws {
+        try await withDevices { _, a, _ in
+            _ = try await login(a, "alice")
+            let token = try await a.run("token").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            let revoked = try await a.run("revoke", "--type", "access", "--json")
+            #expect(revoked.status == 0)
+            #expect((revoked.object["outcomes"] as? [String: String])?["access_token"] == "revoked")
+            let again = try await a.run("token").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(again != token)
+            #expect(try await a.run("revoke", "--type", "everything").status == 2)
+            let removed = try await a.run("remove")
+            #expect(removed.status == 0)
+            #expect(removed.stdout.contains("stay valid on the server"))
+            #expect(try await a.run("--json", "accounts").array.isEmpty)
+            let none = try await a.run("token")
+            #expect(none.status == 2)
+            #expect(!none.stderr.contains(again))
+        }
+    }
+
+    @Test("signout: refuses without a terminal, complete (0), partial and queued (3), still signed in (1)")
+    func signOut() async throws {
+        try await withDevices { dev, a, _ in
+            _ = try await login(a, "alice")
+            _ = try await login(a, "bob")
+            let refused = try await a.run("signout")
+            #expect(refused.status == 2)
+            #expect(try await a.run("--json", "accounts").array.count == 2)
+
+            let complete = try await a.run("signout", "alice", "--yes", "--json")
+            #expect(complete.status == 0)
+            #expect(complete.object["outcome"] as? String == "complete")
+            #expect(complete.object["signedOutLocally"] as? Bool == true)
+            let steps = try #require(complete.object["steps"] as? [[String: Any]])
+            #expect(steps.allSatisfy { Set($0.keys) == ["account", "step", "status", "error", "retryable"] })
+            #expect(steps.map { $0["step"] as? String }.contains("local-removal"))
+
+            dev.faults.isOffline = true
+            let strict = try await a.run("signout", "bob", "--yes", "--policy", "server-first", "--global", "--json")
+            #expect(strict.status == 1)
+            #expect(strict.object["outcome"] as? String == "failed")
+            #expect(strict.object["signedOutLocally"] as? Bool == false)
+            let partial = try await a.run("signout", "bob", "--yes", "--json")
+            #expect(partial.status == 3)
+            #expect(partial.object["outcome"] as? String == "partial")
+            let queued = (partial.object["steps"] as? [[String: Any]] ?? []).filter { $0["status"] as? String == "queued" }
+            #expect(queued.count == 2)
+            #expect(queued.allSatisfy { $0["retryable"] as? Bool == true && $0["error"] is String })
+
+            let outbox = try await a.run("outbox", "--json")
+            #expect(outbox.array.count == 2)
+            #expect(try await a.run("outbox", "retry").status == 1)
+            dev.faults.isOffline = false
+            let retried = try await a.run("outbox", "retry", "--json")
+            #expect(retried.status == 0)
+            #expect(retried.object["revoked"] as? Int == 2)
+            #expect(try await a.run("outbox").stdout.contains("empty"))
+        }
+    }
+
+    @Test("signout --global on device A: device B must sign in again (exit 4); a local signout leaves B alone")
+    func twoDevices() async throws {
+        try await withDevices { _, a, b in
+            _ = try await login(a, "alice")
+            _ = try await login(b, "alice")
+            #expect(try await a.run("signout", "--yes").status == 0)
+            #expect(try await b.run("userinfo").status == 0)
+            _ = try await login(a, "alice")
+            let global = try await a.run("signout", "--global", "--json")
+            #expect(global.status == 0)
+            let globalStep = (global.object["steps"] as? [[String: Any]] ?? []).first { $0["step"] as? String == "global-signout" }
+            #expect(globalStep?["status"] as? String == "succeeded")
+            let rejected = try await b.run("refresh")
+            #expect(rejected.status == 4)
+            #expect(rejected.stderr.contains("sign in again"))
+            #expect(try await b.run("--json", "accounts").array.count == 1)  // nothing deleted behind the user's back
+        }
+    }
+
+    @Test("login --device shows the code on standard error and signs in once it is approved")
+    func deviceLogin() async throws {
+        var configuration = DevProviderConfiguration.default
+        configuration.devicePollingInterval = 1
+        let dev = try await DevProvider.start(configuration: configuration)
+        let device = try Device()
+        defer { device.cleanUp() }
+        _ = try await device.run("provider", "add", "dev", "--issuer", dev.issuer.absoluteString, "--client-id", "latchkey-cli")
+
+        let process = Process()
+        process.executableURL = CLI.binary
+        process.arguments = ["--home", device.path, "--json", "login", "--device"]
+        let stdout = Pipe()
+        let stderr = Pipe()
+        process.standardOutput = stdout
+        process.standardError = stderr
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        // The code is on standard error while the CLI polls.
+        let prompt: String = await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                var text = ""
+                while !text.contains("\n(or open") {
+                    let chunk = stderr.fileHandleForReading.availableData
+                    if chunk.isEmpty { break }
+                    text += String(decoding: chunk, as: UTF8.self)
+                }
+                continuation.resume(returning: text)
+            }
+        }
+        let code = try #require(prompt.split(separator: " ").dropFirst(3).first.map(String.init))
+        #expect(prompt.hasPrefix("Enter the code \(code) at \(dev.url(.deviceVerification).absoluteString)"))
+        var request = HTTPClientRequest(url: dev.url(.deviceVerification).absoluteString)
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
+        request.body = .bytes(ByteBuffer(string: "user_code=\(code)&username=alice&password=alice-password&action=approve"))
+        let approval = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+        #expect(approval.status == .ok)
+        let output = await CLI.read(stdout.fileHandleForReading)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        let result = try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any]
+        #expect(result?["account"] as? String == "alice")
+        await dev.stop()
+    }
+
+    @Test("the demo runs the whole lifecycle and exits 0; completions are generated")
+    func demoAndCompletions() async throws {
+        let demo = try await CLI.run(["demo"])
+        #expect(demo.status == 0, "\(demo.stdout)\(demo.stderr)")
+        #expect(demo.stdout.contains("Every step behaved as expected."))
+        let completion = try await CLI.run(["--generate-completion-script", "bash"])
+        #expect(completion.status == 0)
+        #expect(completion.stdout.contains("latchkey"))
+    }
+}
