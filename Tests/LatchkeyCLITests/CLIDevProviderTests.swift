@@ -18,7 +18,8 @@ struct CLIDevProviderTests {
             b.cleanUp()
         }
         for device in [a, b] {
-            let added = try await device.run("provider", "add", "dev", "--issuer", dev.issuer.absoluteString, "--client-id", "latchkey-cli")
+            let added = try await device.run(
+                "provider", "add", "dev", "--issuer", dev.issuer.absoluteString, "--client-id", "latchkey-cli")
             #expect(added.status == 0, "\(added.stderr)")
         }
         do {
@@ -31,42 +32,60 @@ struct CLIDevProviderTests {
     }
 
     func login(_ device: Device, _ user: String, _ extra: String...) async throws -> CLI.Run {
-        try await device.run(arguments: ["login", "--username", user, "--password-stdin"] + extra, input: "\(user)-password")
+        try await device.run(
+            arguments: ["login", "--username", user, "--password-stdin"] + extra, input: "\(user)-password")
     }
 
     @Test("provider add, list, remove; bad input is exit 2")
     func providers() async throws {
         let device = try Device()
         defer { device.cleanUp() }
-        #expect(try await device.run("provider", "add", "p", "--issuer", "http://login.example.com", "--client-id", "x").status == 2)
-        #expect(try await device.run("provider", "add", "p", "--issuer", "https://login.example.com", "--client-id", "x", "--endpoint", "bogus=https://x.example").status == 2)
+        #expect(
+            try await device.run("provider", "add", "p", "--issuer", "http://login.example.com", "--client-id", "x")
+                .status == 2)
+        #expect(
+            try await device.run(
+                "provider", "add", "p", "--issuer", "https://login.example.com", "--client-id", "x", "--endpoint",
+                "bogus=https://x.example"
+            ).status == 2)
         #expect(try await device.run("provider", "add", "p", "--cognito", "--client-id", "x").status == 2)
-        #expect(try await device.run("provider", "add", "p", "--issuer", "https://login.example.com", "--client-id", "x", "--auth-method", "basic").status == 2)
+        #expect(
+            try await device.run(
+                "provider", "add", "p", "--issuer", "https://login.example.com", "--client-id", "x", "--auth-method",
+                "basic"
+            ).status == 2)
         let added = try await device.run(
-            arguments: ["provider", "add", "corp", "--issuer", "https://login.example.com", "--client-id", "cli",
-                        "--client-secret-stdin", "--auth-method", "post", "--scope", "openid email",
-                        "--endpoint", "end-session=https://login.example.com/logout"],
+            arguments: [
+                "provider", "add", "corp", "--issuer", "https://login.example.com", "--client-id", "cli",
+                "--client-secret-stdin", "--auth-method", "post", "--scope", "openid email",
+                "--endpoint", "end-session=https://login.example.com/logout",
+            ],
             input: "s3cret")
         #expect(added.status == 0, "\(added.stderr)")
         let cognito = try await device.run(
-            "--json", "provider", "add", "pool", "--cognito", "--region", "eu-west-1", "--user-pool-id", "eu-west-1_abc",
+            "--json", "provider", "add", "pool", "--cognito", "--region", "eu-west-1", "--user-pool-id",
+            "eu-west-1_abc",
             "--client-id", "app", "--endpoint-url", "http://127.0.0.1:9")
         #expect(cognito.status == 0)
         #expect(cognito.object["name"] as? String == "pool")
-        #expect(try await device.run("provider", "add", "corp", "--issuer", "https://x.example", "--client-id", "y").status == 2)
+        #expect(
+            try await device.run("provider", "add", "corp", "--issuer", "https://x.example", "--client-id", "y").status
+                == 2)
         let list = try await device.run("provider", "list", "--json")
         #expect(list.array.map { $0["name"] as? String } == ["corp", "pool"])
         #expect(list.array.last?["issuer"] as? String == "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_abc")
         let file = try String(contentsOfFile: device.path + "/providers.json", encoding: .utf8)
         #expect(file.contains("s3cret"))
-        let mode = try FileManager.default.attributesOfItem(atPath: device.path + "/providers.json")[.posixPermissions] as? Int
+        let mode =
+            try FileManager.default.attributesOfItem(atPath: device.path + "/providers.json")[.posixPermissions] as? Int
         #expect(mode == 0o600)
         #expect(try await device.run("provider", "remove", "corp").status == 0)
         #expect(try await device.run("provider", "remove", "corp").status == 2)
         #expect(try await device.run("provider", "list").stdout.contains("pool"))
         // With two providers, login must name one.
         _ = try await device.run("provider", "add", "other", "--issuer", "https://other.example", "--client-id", "z")
-        #expect(try await device.run(arguments: ["login", "--username", "u", "--password-stdin"], input: "p").status == 2)
+        #expect(
+            try await device.run(arguments: ["login", "--username", "u", "--password-stdin"], input: "p").status == 2)
     }
 
     @Test("login, accounts, use, token, refresh, userinfo: the happy path and its JSON")
@@ -84,7 +103,10 @@ struct CLIDevProviderTests {
             #expect(accounts.status == 0)
             #expect(accounts.array.count == 2)
             let first = try #require(accounts.array.first)
-            #expect(Set(first.keys) == ["id", "provider", "username", "email", "isDefault", "accessTokenExpiresAt", "hasRefreshToken"])
+            #expect(
+                Set(first.keys) == [
+                    "id", "provider", "username", "email", "isDefault", "accessTokenExpiresAt", "hasRefreshToken",
+                ])
             #expect(first["username"] as? String == "alice")
             #expect(first["isDefault"] as? Bool == true)
             #expect(first["provider"] as? String == "dev")
@@ -157,7 +179,9 @@ struct CLIDevProviderTests {
             let partial = try await a.run("signout", "bob", "--yes", "--json")
             #expect(partial.status == 3)
             #expect(partial.object["outcome"] as? String == "partial")
-            let queued = (partial.object["steps"] as? [[String: Any]] ?? []).filter { $0["status"] as? String == "queued" }
+            let queued = (partial.object["steps"] as? [[String: Any]] ?? []).filter {
+                $0["status"] as? String == "queued"
+            }
             #expect(queued.count == 2)
             #expect(queued.allSatisfy { $0["retryable"] as? Bool == true && $0["error"] is String })
 
@@ -182,7 +206,9 @@ struct CLIDevProviderTests {
             _ = try await login(a, "alice")
             let global = try await a.run("signout", "--global", "--json")
             #expect(global.status == 0)
-            let globalStep = (global.object["steps"] as? [[String: Any]] ?? []).first { $0["step"] as? String == "global-signout" }
+            let globalStep = (global.object["steps"] as? [[String: Any]] ?? []).first {
+                $0["step"] as? String == "global-signout"
+            }
             #expect(globalStep?["status"] as? String == "succeeded")
             let rejected = try await b.run("refresh")
             #expect(rejected.status == 4)
@@ -198,7 +224,8 @@ struct CLIDevProviderTests {
         let dev = try await DevProvider.start(configuration: configuration)
         let device = try Device()
         defer { device.cleanUp() }
-        _ = try await device.run("provider", "add", "dev", "--issuer", dev.issuer.absoluteString, "--client-id", "latchkey-cli")
+        _ = try await device.run(
+            "provider", "add", "dev", "--issuer", dev.issuer.absoluteString, "--client-id", "latchkey-cli")
 
         let process = Process()
         process.executableURL = CLI.binary
@@ -226,7 +253,8 @@ struct CLIDevProviderTests {
         var request = HTTPClientRequest(url: dev.url(.deviceVerification).absoluteString)
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
-        request.body = .bytes(ByteBuffer(string: "user_code=\(code)&username=alice&password=alice-password&action=approve"))
+        request.body = .bytes(
+            ByteBuffer(string: "user_code=\(code)&username=alice&password=alice-password&action=approve"))
         let approval = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
         #expect(approval.status == .ok)
         let output = await CLI.read(stdout.fileHandleForReading)

@@ -9,7 +9,8 @@ enum CLI {
             url.deleteLastPathComponent()
             let candidate = url.appendingPathComponent("latchkey")
             var isDirectory: ObjCBool = false
-            if FileManager.default.fileExists(atPath: candidate.path, isDirectory: &isDirectory), !isDirectory.boolValue {
+            if FileManager.default.fileExists(atPath: candidate.path, isDirectory: &isDirectory), !isDirectory.boolValue
+            {
                 return candidate
             }
         }
@@ -27,7 +28,9 @@ enum CLI {
     }
 
     /// Runs `latchkey ARGUMENTS` with `input` on standard input (no terminal anywhere).
-    static func run(_ arguments: [String], input: String? = nil, environment: [String: String] = [:]) async throws -> Run {
+    static func run(_ arguments: [String], input: String? = nil, environment: [String: String] = [:]) async throws
+        -> Run
+    {
         let process = Process()
         process.executableURL = binary
         process.arguments = arguments

@@ -112,7 +112,10 @@ struct SignOutTests {
             // A slow global endpoint: revocations running beside it would land first.
             devices.dev.faults.set(.latency(milliseconds: 300), for: .globalSignOut)
             let result = await devices.a.signOut(.current, options: .global)
-            guard case .complete = result else { Issue.record("expected complete, got \(result)"); return }
+            guard case .complete = result else {
+                Issue.record("expected complete, got \(result)")
+                return
+            }
             #expect(status(result, "global-signout") == .succeeded)
             #expect(try await devices.isActive(try await other.token.refreshToken) == false)
         }

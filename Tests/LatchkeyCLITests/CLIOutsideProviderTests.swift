@@ -1,0 +1,108 @@
+import Foundation
+import Testing
+
+let providersRequired = ProcessInfo.processInfo.environment["LATCHKEY_REQUIRE_PROVIDERS"] == "1"
+
+/// Settings written by the scripts that start the outside providers.
+func providerEnvironment(_ name: String, variable: String) -> [String: Any]? {
+    let path =
+        ProcessInfo.processInfo.environment[variable]
+        ?? URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent(".providers/\(name)/env.json").path
+    guard let data = FileManager.default.contents(atPath: path),
+        let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+        let pid = object["pid"] as? Int, kill(Int32(pid), 0) == 0
+    else { return nil }
+    return object
+}
+
+@Suite(
+    "latchkey against Glewlwyd",
+    .enabled(if: providersRequired || providerEnvironment("glewlwyd", variable: "LATCHKEY_GLEWLWYD_ENV") != nil))
+struct CLIGlewlwydTests {
+    @Test("login, accounts, token, refresh, userinfo, revoke and a global sign-out that falls back")
+    func lifecycle() async throws {
+        let environment = try #require(
+            providerEnvironment("glewlwyd", variable: "LATCHKEY_GLEWLWYD_ENV"), "Glewlwyd is not running")
+        let issuer = try #require(environment["issuer"] as? String)
+        let a = try Device()
+        let b = try Device()
+        defer {
+            a.cleanUp()
+            b.cleanUp()
+        }
+        for device in [a, b] {
+            let added = try await device.run(
+                arguments: [
+                    "provider", "add", "glewlwyd", "--issuer", issuer, "--client-id", "latchkey-confidential",
+                    "--client-secret-stdin", "--auth-method", "basic",
+                ],
+                input: "latchkey-confidential-secret")
+            #expect(added.status == 0, "\(added.stderr)")
+            let login = try await device.run(
+                arguments: ["login", "--username", "alice", "--password-stdin", "--json"], input: "alice-password")
+            #expect(login.status == 0, "\(login.stderr)")
+        }
+        let accounts = try await a.run("accounts", "--json")
+        #expect(accounts.array.first?["email"] as? String == "alice@example.com")
+        let token = try await a.run("token")
+        #expect(token.status == 0)
+        #expect(try await a.run("refresh").status == 0)
+        #expect(try await a.run("token").stdout != token.stdout)
+        #expect(try await a.run("userinfo", "--json").object["email"] as? String == "alice@example.com")
+        #expect(try await a.run("revoke", "--type", "access").status == 0)
+        #expect(try await a.run("userinfo").status == 0)  // refreshed behind the scenes
+
+        let signout = try await a.run("signout", "--global", "--json")
+        #expect(signout.status == 0, "\(signout.stdout)\(signout.stderr)")
+        let steps = signout.object["steps"] as? [[String: Any]] ?? []
+        let global = steps.first { $0["step"] as? String == "global-signout" }
+        #expect(global?["status"] as? String == "skipped")
+        #expect(steps.first { $0["step"] as? String == "revoke-refresh-token" }?["status"] as? String == "succeeded")
+        #expect((signout.object["browserURLs"] as? [String])?.first?.contains("end_session") == true)
+        // Glewlwyd has no global sign-out: device B is not reached, as the report said.
+        #expect(try await b.run("refresh").status == 0)
+    }
+}
+
+@Suite(
+    "latchkey against Cognito (moto)",
+    .enabled(if: providersRequired || providerEnvironment("cognito", variable: "LATCHKEY_COGNITO_ENV") != nil))
+struct CLICognitoTests {
+    @Test(
+        "a Cognito pool: login, token, userinfo, global sign-out with moto's RevokeToken gap (exit 3), device B must sign in again (exit 4)"
+    )
+    func lifecycle() async throws {
+        let environment = try #require(
+            providerEnvironment("cognito", variable: "LATCHKEY_COGNITO_ENV"), "moto is not running")
+        let a = try Device()
+        let b = try Device()
+        defer {
+            a.cleanUp()
+            b.cleanUp()
+        }
+        for device in [a, b] {
+            let added = try await device.run(
+                "provider", "add", "pool", "--cognito", "--region", try #require(environment["region"] as? String),
+                "--user-pool-id", try #require(environment["userPoolId"] as? String),
+                "--client-id", try #require(environment["clientId"] as? String),
+                "--endpoint-url", try #require(environment["endpoint"] as? String))
+            #expect(added.status == 0, "\(added.stderr)")
+            let login = try await device.run(
+                arguments: ["login", "--username", "bob", "--password-stdin"], input: "Bob-password-1")
+            #expect(login.status == 0, "\(login.stderr)")
+        }
+        #expect(try await a.run("accounts", "--json").array.first?["username"] as? String == "bob")
+        #expect(try await a.run("token").status == 0)
+        #expect(try await a.run("userinfo", "--json").object["email"] as? String == "bob@example.com")
+        #expect(try await a.run("login", "--browser").status == 2)
+
+        let signout = try await a.run("signout", "--global", "--json")
+        #expect(signout.status == 3, "\(signout.stdout)\(signout.stderr)")
+        let steps = signout.object["steps"] as? [[String: Any]] ?? []
+        #expect(steps.first { $0["step"] as? String == "global-signout" }?["status"] as? String == "succeeded")
+        #expect(steps.first { $0["step"] as? String == "revoke-refresh-token" }?["status"] as? String == "queued")
+        #expect(try await a.run("outbox", "--json").array.count == 1)
+        #expect(try await b.run("refresh").status == 4)
+    }
+}
