@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "LatchkeyHTTP", targets: ["LatchkeyHTTP"]),
         .library(name: "LatchkeyDevProvider", targets: ["LatchkeyDevProvider"]),
         .executable(name: "latchkey", targets: ["latchkey"]),
+        .executable(name: "latchkey-bench", targets: ["latchkey-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.0.0"),
@@ -90,6 +91,13 @@ let package = Package(
                 "LatchkeyDevProvider",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
+            swiftSettings: strictSettings
+        ),
+        // The benchmark suite: `swift run -c release latchkey-bench`.
+        .executableTarget(
+            name: "latchkey-bench",
+            dependencies: ["Latchkey", "LatchkeySQLite", "LatchkeyHTTP", "LatchkeyDevProvider"],
+            path: "Benchmarks/latchkey-bench",
             swiftSettings: strictSettings
         ),
         // A helper the tests start as a separate process (two writers, SIGKILL rounds).

@@ -15,9 +15,10 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
 
     /// Uses an HTTP client of its own (redirects off), shut down by ``shutdown()``.
     public init() {
-        client = HTTPClient(
-            eventLoopGroupProvider: .singleton,
-            configuration: HTTPClient.Configuration(redirectConfiguration: .disallow))
+        var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
+        // Signing many accounts out means many revocations to one host at once.
+        configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 64)
+        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         ownsClient = true
     }
 

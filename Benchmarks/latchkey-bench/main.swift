@@ -1,0 +1,237 @@
+// latchkey-bench: the figures behind Latchkey's claims. Run it release-built:
+//
+//   swift run -c release latchkey-bench [--json] [--quick]
+//
+// Every figure is printed as `name value unit` on its own line (or one JSON document), so a
+// script can compare runs. Medians, plus p99 where it says.
+import Foundation
+import Latchkey
+import LatchkeyDevProvider
+import LatchkeyHTTP
+import LatchkeySQLite
+import Synchronization
+
+struct Figure: Encodable {
+    var name: String
+    var value: Double
+    var unit: String
+}
+
+let arguments = CommandLine.arguments
+let asJSON = arguments.contains("--json")
+let quick = arguments.contains("--quick")
+var figures: [Figure] = []
+
+@MainActor
+func record(_ name: String, _ value: Double, _ unit: String) {
+    figures.append(Figure(name: name, value: (value * 100).rounded() / 100, unit: unit))
+    if !asJSON { print("\(name) \((value * 100).rounded() / 100) \(unit)") }
+}
+
+func milliseconds(_ duration: Duration) -> Double {
+    Double(duration.components.seconds) * 1_000 + Double(duration.components.attoseconds) / 1e15
+}
+
+func percentile(_ values: [Double], _ p: Double) -> Double {
+    guard !values.isEmpty else { return .nan }
+    let sorted = values.sorted()
+    let index = min(sorted.count - 1, Int((Double(sorted.count - 1) * p).rounded()))
+    return sorted[index]
+}
+
+func time(_ body: () async throws -> Void) async rethrows -> Double {
+    let start = ContinuousClock.now
+    try await body()
+    return milliseconds(ContinuousClock.now - start)
+}
+
+let transport = AsyncHTTPClientTransport.shared
+let scopes = ["openid", "profile", "email", "offline_access", "device_sso"]
+
+func client(_ dev: DevProvider, now: @escaping @Sendable () -> Date = { Date() }) -> OpenIDProvider {
+    OpenIDProvider(
+        configuration: OpenIDProviderConfiguration(issuer: dev.issuer, clientID: "latchkey-cli", scopes: scopes),
+        transport: transport, now: now)
+}
+
+// MARK: Sign-out latency, 50 ms added to every request
+
+do {
+    // One clock for the provider and the clients, moved forward to expire tokens.
+    let clock = OffsetClock()
+    let dev = try await DevProvider.start(now: { clock.now })
+    let provider = client(dev, now: { clock.now })
+    _ = try await provider.metadata()
+    dev.faults.set(.latency(milliseconds: 50))
+    var one: [Double] = []
+    for _ in 0..<(quick ? 5 : 30) {
+        let store = CredentialStore.inMemory()
+        await store.register(provider)
+        _ = try await provider.signIn(.password(username: "alice", password: "alice-password"), into: store)
+        one.append(await time { _ = await store.signOut(.current) })
+    }
+    record("signout.one_account.median", percentile(one, 0.5), "ms")
+    record("signout.one_account.p99", percentile(one, 0.99), "ms")
+    var twenty: [Double] = []
+    for _ in 0..<(quick ? 2 : 10) {
+        let store = CredentialStore.inMemory()
+        await store.register(provider)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<20 {
+                group.addTask {
+                    let user = index.isMultiple(of: 2) ? "alice" : "bob"
+                    _ = try await provider.signIn(.password(username: user, password: "\(user)-password"), into: store)
+                }
+            }
+            try await group.waitForAll()
+        }
+        twenty.append(await time { _ = await store.signOut(.all) })
+    }
+    record("signout.twenty_accounts.median", percentile(twenty, 0.5), "ms")
+    record("signout.twenty_accounts.p99", percentile(twenty, 0.99), "ms")
+
+    // MARK: Refresh single-flight: 1,000 callers on an expired credential
+    let refreshing = client(dev, now: { clock.now })
+    let store = CredentialStore(storage: InMemoryCredentialStorage(), now: { clock.now })
+    let credential = try await refreshing.signIn(.password(username: "alice", password: "alice-password"), into: store)
+    clock.advance(3_600)
+    dev.faults.resetCounters()
+    let waits = try await withThrowingTaskGroup(of: Double.self) { group in
+        for _ in 0..<1_000 {
+            group.addTask {
+                let start = ContinuousClock.now
+                _ = try await refreshing.credential(credential.id, in: store).accessToken()
+                return milliseconds(ContinuousClock.now - start)
+            }
+        }
+        var waits: [Double] = []
+        for try await wait in group { waits.append(wait) }
+        return waits
+    }
+    record("refresh.single_flight.requests", Double(dev.faults.count("token.refresh_token")), "count")
+    record("refresh.single_flight.caller_latency.median", percentile(waits, 0.5), "ms")
+    record("refresh.single_flight.caller_latency.p99", percentile(waits, 0.99), "ms")
+
+    // MARK: Outbox drain: 1,000 queued revocations, 20 ms added latency
+    dev.faults.clear()
+    dev.faults.set(.latency(milliseconds: 20), for: .revocation)
+    let outboxStore = CredentialStore.inMemory()
+    await outboxStore.register(provider)
+    for index in 0..<(quick ? 200 : 1_000) {
+        try await outboxStore.storage.enqueue(
+            OutboxEntry(
+                provider: provider.identity, kind: .refreshToken, token: "queued-\(index)", account: "bench",
+                tokenExpiresAt: nil, createdAt: Date(), attempts: 1, nextAttemptAt: Date(), lastError: nil))
+    }
+    let drainStart = ContinuousClock.now
+    let drained = await outboxStore.drainOutbox(DrainOptions(maximumConcurrency: 32))
+    let drainTime = milliseconds(ContinuousClock.now - drainStart)
+    record("outbox.drain_1000.wall", drainTime, "ms")
+    record("outbox.drain_1000.peak_concurrency", Double(drained.peakConcurrency), "count")
+    record("outbox.drain_1000.revoked", Double(drained.revoked), "count")
+    await dev.stop()
+}
+
+// MARK: The store with 10,000 credentials
+
+do {
+    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-bench-\(UUID().uuidString)")
+    defer { try? FileManager.default.removeItem(at: folder) }
+    let path = folder.appendingPathComponent("credentials.sqlite").path
+    let count = quick ? 1_000 : 10_000
+    let store = try await CredentialStore.sqlite(at: path)
+    let provider = ProviderIdentity(issuer: "https://issuer.example", clientID: "bench")
+    var adds: [Double] = []
+    var ids: [CredentialID] = []
+    for index in 0..<count {
+        let claims = #"{"sub":"s\#(index)","preferred_username":"user\#(index)","email":"user\#(index)@example.com"}"#
+        let payload = Data(claims.utf8).base64EncodedString().replacingOccurrences(of: "=", with: "")
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+        let token = Token(
+            accessToken: String(repeating: "a", count: 900) + "\(index)", refreshToken: "r\(index)-\(UUID())",
+            idToken: "eyJhbGciOiJSUzI1NiJ9.\(payload).sig", issuedAt: Date(),
+            expiresAt: Date().addingTimeInterval(3_600),
+            provider: provider)
+        var stored: StoredCredential?
+        adds.append(try await time { stored = try await store.add(token) })
+        if let stored { ids.append(stored.id) }
+    }
+    record("store.add.median", percentile(adds, 0.5), "ms")
+    record("store.add.p99", percentile(adds, 0.99), "ms")
+    var listed = 0
+    let openAndList = try await time {
+        let reopened = try await CredentialStore.sqlite(at: path)
+        listed = try await reopened.all().count
+    }
+    record("store.open_and_list", openAndList, "ms")
+    record("store.listed", Double(listed), "count")
+    var finds: [Double] = []
+    for _ in 0..<200 {
+        let email = "user\(Int.random(in: 0..<count))@example.com"
+        finds.append(try await time { _ = try await store.find(.email(email)) })
+    }
+    record("store.find_by_email.median", percentile(finds, 0.5), "ms")
+    record("store.find_by_email.p99", percentile(finds, 0.99), "ms")
+    var removes: [Double] = []
+    for id in ids.shuffled().prefix(200) {
+        removes.append(try await time { try await store.remove(id) })
+    }
+    record("store.remove.median", percentile(removes, 0.5), "ms")
+    record("store.remove.p99", percentile(removes, 0.99), "ms")
+    let size = ["", "-wal", "-shm"].compactMap {
+        (try? FileManager.default.attributesOfItem(atPath: path + $0)[.size] as? NSNumber)?.doubleValue
+    }.reduce(0, +)
+    record("store.file_size", size / 1_048_576, "MiB")
+}
+
+// MARK: `latchkey token`, a fresh process with a valid token
+
+do {
+    let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(
+        "latchkey")
+    if FileManager.default.isExecutableFile(atPath: binary.path) {
+        let dev = try await DevProvider.start()
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "latchkey-bench-home-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: home) }
+        func run(_ arguments: [String], input: String? = nil) throws -> Int32 {
+            let process = Process()
+            process.executableURL = binary
+            process.arguments = ["--home", home.path] + arguments
+            let stdin = Pipe()
+            process.standardInput = stdin
+            process.standardOutput = FileHandle.nullDevice
+            try process.run()
+            if let input { stdin.fileHandleForWriting.write(Data((input + "\n").utf8)) }
+            try stdin.fileHandleForWriting.close()
+            process.waitUntilExit()
+            return process.terminationStatus
+        }
+        _ = try run(["provider", "add", "dev", "--issuer", dev.issuer.absoluteString, "--client-id", "latchkey-cli"])
+        _ = try run(["login", "--username", "alice", "--password-stdin"], input: "alice-password")
+        var runs: [Double] = []
+        for _ in 0..<(quick ? 5 : 20) {
+            let start = ContinuousClock.now
+            let status = try run(["token"])
+            if status == 0 { runs.append(milliseconds(ContinuousClock.now - start)) }
+        }
+        record("cli.token.fresh_process.median", percentile(runs, 0.5), "ms")
+        await dev.stop()
+    } else {
+        FileHandle.standardError.write(
+            Data("latchkey-bench: build the latchkey executable too (swift build -c release)\n".utf8))
+    }
+}
+
+if asJSON {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys]
+    print(String(decoding: try encoder.encode(figures), as: UTF8.self))
+}
+
+/// A clock the benchmark moves forward to expire tokens.
+final class OffsetClock: Sendable {
+    private let offset = Mutex<TimeInterval>(0)
+    var now: Date { Date().addingTimeInterval(offset.withLock { $0 }) }
+    func advance(_ seconds: TimeInterval) { offset.withLock { $0 += seconds } }
+}

@@ -1,0 +1,149 @@
+import Foundation
+import Latchkey
+import LatchkeyDevProvider
+import Testing
+
+/// Every fault against every server step of a sign-out, under both policies: the outcome is
+/// what DESIGN.md says, and once the faults clear, nothing of this device stays alive.
+@Suite("Fault matrix")
+struct FaultMatrixTests {
+    enum Fault: String, CaseIterable, Sendable {
+        case unavailable, timeout, refused, dropped, malformed, oversized
+    }
+
+    enum Step: String, CaseIterable, Sendable {
+        case revoke, globalSignOut, endSession, refresh
+
+        var endpoint: DevProviderEndpoint {
+            switch self {
+            case .revoke: .revocation
+            case .globalSignOut: .globalSignOut
+            case .endSession: .endSession
+            case .refresh: .token
+            }
+        }
+
+        var kind: EndpointKind {
+            switch self {
+            case .revoke: .revocation
+            case .globalSignOut: .globalSignOut
+            case .endSession: .endSession
+            case .refresh: .token
+            }
+        }
+    }
+
+    struct Case: Sendable, CustomTestStringConvertible {
+        var fault: Fault
+        var step: Step
+        var policy: SignOutPolicy
+        var testDescription: String { "\(fault.rawValue) at \(step.rawValue), \(policy.rawValue)" }
+
+        /// Whether the fault makes the step fail. A 200 with a body that is not JSON is still a
+        /// success where Latchkey does not need the body (RFC 7009 revocation, global sign-out,
+        /// end-session); everything else fails.
+        var fails: Bool { !(fault == .malformed && step != .refresh) }
+    }
+
+    static let cases: [Case] = Fault.allCases.flatMap { fault in
+        Step.allCases.flatMap { step in SignOutPolicy.allCases.map { Case(fault: fault, step: step, policy: $0) } }
+    }
+
+    @Test("sign-out under a fault", arguments: cases)
+    func matrix(testCase: Case) async throws {
+        let clock = ManualClock()
+        let dev = try await DevProvider.start(now: { clock.now })
+        defer { Task { await dev.stop() } }
+        let store = CredentialStore(storage: InMemoryCredentialStorage(), now: { clock.now })
+        func provider(refusing: Bool) -> OpenIDProvider {
+            var configuration = OpenIDProviderConfiguration(
+                issuer: dev.issuer, clientID: "latchkey-cli",
+                scopes: ["openid", "profile", "email", "offline_access", "device_sso"],
+                requestOptions: HTTPTransportOptions(timeout: .milliseconds(500)))
+            if refusing {
+                // Connection refused: the endpoint points at a port nothing listens on.
+                configuration.endpoints[testCase.step.kind] = URL(string: "http://127.0.0.1:9/refused")
+            }
+            return OpenIDProvider(configuration: configuration, transport: transport, now: { clock.now })
+        }
+        let healthy = provider(refusing: false)
+        let credential = try await healthy.signIn(.password(username: "alice", password: "alice-password"), into: store)
+        let token = try await credential.token
+        let faulty = provider(refusing: testCase.fault == .refused)
+        _ = try await faulty.metadata()
+        await store.register(faulty)
+        switch testCase.fault {
+        case .unavailable: dev.faults.set(.status(503, retryAfter: 1), for: testCase.step.endpoint)
+        case .timeout: dev.faults.set(.latency(milliseconds: 2_000), for: testCase.step.endpoint)
+        case .refused: break
+        case .dropped: dev.faults.set(.dropConnection, for: testCase.step.endpoint)
+        case .malformed: dev.faults.set(.malformedBody, for: testCase.step.endpoint)
+        case .oversized: dev.faults.set(.oversizedBody(bytes: 10_000_000), for: testCase.step.endpoint)
+        }
+        if testCase.step == .refresh { clock.advance(600) }  // the global sign-out must refresh first
+
+        var options = SignOutOptions(global: testCase.step != .endSession, policy: testCase.policy)
+        options.endProviderSession = testCase.step == .endSession
+        let result = await store.signOut(.current, options: options)
+
+        let stepName = testCase.step == .revoke ? "revoke-refresh-token" : SignOutStep.Kind.description(testCase.step)
+        let step = result.steps.first { $0.kind.description == stepName }
+        switch (testCase.fails, testCase.policy) {
+        case (false, _):
+            guard case .complete = result else {
+                Issue.record("expected complete, got \(result)")
+                return
+            }
+        case (true, .serverFirst):
+            guard case .failed = result else {
+                Issue.record("expected failed, got \(result)")
+                return
+            }
+            #expect(try await store.all().count == 1, "still signed in")
+            #expect(step?.status == .failed)
+        case (true, .alwaysLocal):
+            guard case .partial = result else {
+                Issue.record("expected partial, got \(result)")
+                return
+            }
+            #expect(try await store.all().isEmpty, "signed out here")
+            #expect(step?.status == (testCase.step == .revoke ? .queued : .failed))
+        }
+        if testCase.fails {
+            #expect(step?.isRetryable == true || testCase.fault == .malformed || testCase.fault == .oversized)
+            #expect(step?.reason?.contains(token.refreshToken ?? "-") == false)
+        }
+
+        // The faults clear: what is queued drains, a device still signed in signs out, and every
+        // token of this device is dead.
+        dev.faults.clear()
+        await store.register(healthy)
+        if try await store.all().isEmpty == false {
+            let retry = await store.signOut(.current, options: .local)
+            #expect(retry.signedOutLocally)
+        }
+        let drained = await store.drainOutbox(DrainOptions(includeNotDue: true))
+        #expect(drained.failed == 0)
+        let inspector = OpenIDProvider(
+            configuration: OpenIDProviderConfiguration(
+                issuer: dev.issuer, clientID: "latchkey-confidential",
+                authentication: .basic(secret: "latchkey-confidential-secret")),
+            transport: transport)
+        for value in [token.accessToken, token.refreshToken, token.deviceSecret] {
+            let answer = try await inspector.introspect(value ?? "", kind: .accessToken)
+            #expect(answer.active == false)
+        }
+    }
+}
+
+extension SignOutStep.Kind {
+    /// The step's report name for a fault-matrix step.
+    static func description(_ step: FaultMatrixTests.Step) -> String {
+        switch step {
+        case .revoke: "revoke-refresh-token"
+        case .globalSignOut: "global-signout"
+        case .endSession: "end-session"
+        case .refresh: "refresh"
+        }
+    }
+}
