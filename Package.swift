@@ -118,6 +118,7 @@ let package = Package(
             dependencies: [
                 "Latchkey", "LatchkeyHTTP", "LatchkeyDevProvider", "LatchkeySQLite",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Crypto", package: "swift-crypto"),

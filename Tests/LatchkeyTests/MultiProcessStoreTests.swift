@@ -8,9 +8,9 @@ import Testing
 struct MultiProcessStoreTests {
     let worker = Executables.url("latchkey-store-worker")
 
-    func committedIDs(_ output: String) -> [String] {
+    func committedIDs(_ output: String, _ prefix: String = "committed ") -> [String] {
         output.split(separator: "\n").compactMap { line in
-            line.hasPrefix("committed ") ? String(line.dropFirst("committed ".count)) : nil
+            line.hasPrefix(prefix) ? String(line.dropFirst(prefix.count)) : nil
         }
     }
 
@@ -42,14 +42,15 @@ struct MultiProcessStoreTests {
         }
     }
 
-    @Test("a writer killed with SIGKILL leaves every committed credential intact (20 rounds)")
+    @Test("writers killed with SIGKILL leave every committed credential and outbox entry intact (50 rounds)")
     func killedWriters() async throws {
         let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         let path = folder.file("credentials.sqlite")
         var committed: Set<String> = []
+        var queued: Set<String> = []
         var generator = SystemRandomNumberGenerator()
-        for round in 0..<20 {
+        for round in 0..<50 {
             // Two writers at once, so the kill can land while the other holds the lock.
             let victim = try ChildProcess(worker, [path, "0", "victim\(round)"])
             let bystander = try ChildProcess(worker, [path, "25", "bystander\(round)"])
@@ -60,15 +61,22 @@ struct MultiProcessStoreTests {
             #expect(bystanderResult.status == 0, "round \(round)")
             committed.formUnion(committedIDs(victimResult.output))
             committed.formUnion(committedIDs(bystanderResult.output))
+            queued.formUnion(committedIDs(victimResult.output, "queued "))
+            queued.formUnion(committedIDs(bystanderResult.output, "queued "))
 
-            let stored = try await SQLiteCredentialStorage(path: path).all()
+            let storage = try SQLiteCredentialStorage(path: path)
+            let stored = try await storage.all()
             let storedIDs = stored.map(\.id.rawValue)
+            let outbox = try await storage.outboxEntries().map(\.id.uuidString)
+            #expect(Set(outbox).count == outbox.count, "round \(round): duplicated outbox entries")
+            #expect(queued.subtracting(outbox).isEmpty, "round \(round): queued outbox entries lost")
             #expect(Set(storedIDs).count == storedIDs.count, "round \(round): duplicated rows")
             let missing = committed.subtracting(storedIDs)
             #expect(missing.isEmpty, "round \(round): \(missing.count) committed credentials lost")
             // At most one write per killed process can commit without having been reported.
             #expect(stored.count <= committed.count + round + 1, "round \(round)")
         }
-        #expect(committed.count > 20 * 25)
+        #expect(committed.count > 50 * 25)
+        #expect(queued.count > 50 * 25)
     }
 }

@@ -2,8 +2,9 @@
 //
 //   latchkey-store-worker PATH COUNT LABEL
 //
-// Opens the SQLite store at PATH and adds COUNT credentials (COUNT 0: until killed), printing
-// "committed ID" on standard output after each write has committed.
+// Opens the SQLite store at PATH and adds COUNT credentials (COUNT 0: until killed), each
+// followed by a revocation outbox entry, printing "committed ID" and "queued ID" on standard
+// output after each write has committed.
 import Foundation
 import Latchkey
 import LatchkeySQLite
@@ -24,6 +25,12 @@ do {
             provider: ProviderIdentity(issuer: "https://issuer.example", clientID: "worker"))
         let credential = try await store.add(token, tags: ["worker": label, "index": "\(index)"])
         FileHandle.standardOutput.write(Data("committed \(credential.id)\n".utf8))
+        // An outbox entry too, so the tests can check that queued revocations survive as well.
+        let entry = OutboxEntry(
+            provider: token.provider, kind: .refreshToken, token: "rt-\(label)-\(index)", account: label,
+            tokenExpiresAt: nil, createdAt: Date(), attempts: 1, nextAttemptAt: Date(), lastError: nil)
+        try await store.storage.enqueue(entry)
+        FileHandle.standardOutput.write(Data("queued \(entry.id.uuidString)\n".utf8))
         index += 1
     }
 } catch {

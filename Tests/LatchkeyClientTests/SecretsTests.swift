@@ -1,0 +1,116 @@
+import Foundation
+import Latchkey
+import LatchkeyDevProvider
+import LatchkeySQLite
+import Logging
+import Synchronization
+import Testing
+
+/// Everything Latchkey logs at trace level, and every error it throws, over a whole lifecycle:
+/// no token value may appear in any of it.
+@Suite("Secrets stay out of logs and errors")
+struct SecretsTests {
+    /// A log handler that keeps every line, with its metadata.
+    final class Capture: Sendable {
+        private let lines = Mutex<[String]>([])
+        var all: [String] { lines.withLock { $0 } }
+        func append(_ line: String) { lines.withLock { $0.append(line) } }
+
+        func logger(_ label: String) -> Logger {
+            var logger = Logger(label: label) { label in Handler(label: label, capture: self) }
+            logger.logLevel = .trace
+            return logger
+        }
+
+        struct Handler: LogHandler {
+            let label: String
+            let capture: Capture
+            var metadata: Logger.Metadata = [:]
+            var logLevel: Logger.Level = .trace
+
+            subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+                get { metadata[key] }
+                set { metadata[key] = newValue }
+            }
+
+            func log(event: LogEvent) {
+                let all = metadata.merging(event.metadata ?? [:]) { _, new in new }
+                capture.append("\(event.level) \(label): \(event.message) \(all)")
+            }
+        }
+    }
+
+    @Test("sign-in, refresh, revocation, failed refresh, offline sign-out and drain log no token")
+    func lifecycle() async throws {
+        let capture = Capture()
+        let dev = try await DevProvider.start()
+        defer { Task { await dev.stop() } }
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("secrets-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let storage = try SQLiteCredentialStorage(
+            path: folder.appendingPathComponent("credentials.sqlite").path, logger: capture.logger("sqlite"))
+        let store = CredentialStore(storage: storage, logger: capture.logger("store"))
+        let provider = OpenIDProvider(
+            configuration: OpenIDProviderConfiguration(
+                issuer: dev.issuer, clientID: "latchkey-cli",
+                scopes: ["openid", "profile", "email", "offline_access", "device_sso"]),
+            transport: transport, logger: capture.logger("provider"))
+        await store.register(provider)
+
+        var secrets: Set<String> = ["alice-password"]
+        var texts: [String] = []
+        func remember(_ token: Token) {
+            secrets.formUnion(
+                [token.accessToken, token.refreshToken, token.idToken, token.deviceSecret].compactMap { $0 })
+        }
+
+        let credential = try await provider.signIn(
+            .password(username: "alice", password: "alice-password"), into: store)
+        remember(try await credential.token)
+        remember(try await credential.refresh())
+        texts.append("\(await credential.revoke(.accessToken))")
+        remember(try await credential.token)
+        _ = try await credential.accessToken()
+        remember(try await credential.token)
+        texts.append("\(try await credential.stored())")
+
+        // Errors: a wrong password, a revoked refresh token, an offline sign-out, a malformed answer.
+        do {
+            _ = try await provider.passwordToken(username: "alice", password: "wrong-\(UUID())")
+        } catch {
+            texts.append("\(error)")
+            texts.append(String(reflecting: error))
+        }
+        let second = try await provider.signIn(.password(username: "alice", password: "alice-password"), into: store)
+        remember(try await second.token)
+        try await provider.revoke(try #require(try await second.token.refreshToken), kind: .refreshToken)
+        do {
+            _ = try await second.refresh()
+        } catch {
+            texts.append("\(error)")
+            texts.append(String(reflecting: error))
+        }
+        dev.faults.isOffline = true
+        let result = await store.signOut(.all, options: .global)
+        texts.append("\(result)")
+        texts += result.steps.map { "\($0) \($0.reason ?? "") \(String(describing: $0.error))" }
+        texts += try await store.outboxEntries().map { "\($0) \(String(reflecting: $0))" }
+        dev.faults.isOffline = false
+        dev.faults.set(.malformedBody, for: .token)
+        do {
+            _ = try await provider.passwordToken(username: "bob", password: "bob-password")
+        } catch { texts.append("\(error)") }
+        dev.faults.clear()
+        let report = await store.drainOutbox(DrainOptions(includeNotDue: true))
+        texts.append("\(report) \(report.errors)")
+
+        #expect(secrets.count > 8, "the tokens of the lifecycle were collected")
+        let logged = capture.all
+        #expect(logged.count > 10, "trace logging was on")
+        for text in logged + texts {
+            for secret in secrets where text.contains(secret) {
+                Issue.record("a secret appears in: \(text.prefix(120))")
+            }
+        }
+    }
+}
