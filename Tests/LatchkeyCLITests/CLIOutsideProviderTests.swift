@@ -89,12 +89,12 @@ struct CLICognitoTests {
                 "--endpoint-url", try #require(environment["endpoint"] as? String))
             #expect(added.status == 0, "\(added.stderr)")
             let login = try await device.run(
-                arguments: ["login", "--username", "bob", "--password-stdin"], input: "Bob-password-1")
+                arguments: ["login", "--username", "carol", "--password-stdin"], input: "Carol-password-1")
             #expect(login.status == 0, "\(login.stderr)")
         }
-        #expect(try await a.run("accounts", "--json").array.first?["username"] as? String == "bob")
+        #expect(try await a.run("accounts", "--json").array.first?["username"] as? String == "carol")
         #expect(try await a.run("token").status == 0)
-        #expect(try await a.run("userinfo", "--json").object["email"] as? String == "bob@example.com")
+        #expect(try await a.run("userinfo", "--json").object["email"] as? String == "carol@example.com")
         #expect(try await a.run("login", "--browser").status == 2)
 
         let signout = try await a.run("signout", "--global", "--json")

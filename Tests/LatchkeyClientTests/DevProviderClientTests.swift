@@ -176,7 +176,7 @@ struct DevProviderClientTests {
     func limits() async throws {
         try await withHarness(
             .dev,
-            tweak: { $0.requestOptions = HTTPTransportOptions(timeout: .milliseconds(500), maximumBodySize: 64 * 1024) }
+            tweak: { $0.requestOptions = HTTPTransportOptions(timeout: .seconds(1), maximumBodySize: 64 * 1024) }
         ) { harness in
             let dev = try #require(harness.dev)
             _ = try await harness.provider.metadata()
@@ -185,7 +185,7 @@ struct DevProviderClientTests {
                 _ = try await harness.provider.passwordToken(username: "alice", password: "alice-password")
             }
             #expect((large?.underlying as? TransportError)?.kind == .bodyTooLarge)
-            dev.faults.set(.latency(milliseconds: 2_000), for: .token)
+            dev.faults.set(.latency(milliseconds: 3_000), for: .token)
             let slow = await #expect(throws: ProviderError.self) {
                 _ = try await harness.provider.passwordToken(username: "alice", password: "alice-password")
             }

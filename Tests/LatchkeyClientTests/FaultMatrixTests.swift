@@ -59,7 +59,7 @@ struct FaultMatrixTests {
             var configuration = OpenIDProviderConfiguration(
                 issuer: dev.issuer, clientID: "latchkey-cli",
                 scopes: ["openid", "profile", "email", "offline_access", "device_sso"],
-                requestOptions: HTTPTransportOptions(timeout: .milliseconds(500)))
+                requestOptions: HTTPTransportOptions(timeout: .seconds(2)))
             if refusing {
                 // Connection refused: the endpoint points at a port nothing listens on.
                 configuration.endpoints[testCase.step.kind] = URL(string: "http://127.0.0.1:9/refused")
@@ -74,7 +74,7 @@ struct FaultMatrixTests {
         await store.register(faulty)
         switch testCase.fault {
         case .unavailable: dev.faults.set(.status(503, retryAfter: 1), for: testCase.step.endpoint)
-        case .timeout: dev.faults.set(.latency(milliseconds: 2_000), for: testCase.step.endpoint)
+        case .timeout: dev.faults.set(.latency(milliseconds: 5_000), for: testCase.step.endpoint)
         case .refused: break
         case .dropped: dev.faults.set(.dropConnection, for: testCase.step.endpoint)
         case .malformed: dev.faults.set(.malformedBody, for: testCase.step.endpoint)

@@ -62,7 +62,7 @@ struct DevServerCommandTests {
         let status: Int32 = await withCheckedContinuation { continuation in
             process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
         }
-        #expect(status == 64)
+        #expect(status == 2)
     }
 }
 

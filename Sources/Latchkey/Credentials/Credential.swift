@@ -224,16 +224,7 @@ public actor Credential {
     /// usable is left. Returns whether it was removed.
     private func dropRevoked(_ outcomes: [TokenKind: RevocationOutcome]) async throws(ProviderError) -> Bool {
         var token = try await stored().token
-        for (kind, outcome) in outcomes where outcome.isRevoked {
-            switch kind {
-            case .accessToken:
-                token.accessToken = nil
-                token.expiresAt = nil
-            case .refreshToken: token.refreshToken = nil
-            case .deviceSecret: token.deviceSecret = nil
-            case .idToken: break
-            }
-        }
+        for (kind, outcome) in outcomes where outcome.isRevoked { token.discard(kind) }
         do {
             if !token.isUsable(at: now()) {
                 try await store.remove(id)

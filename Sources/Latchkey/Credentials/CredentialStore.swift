@@ -35,6 +35,7 @@ public actor CredentialStore {
     private let logger: Logger
     let now: @Sendable () -> Date
     private var providers: [ProviderIdentity: any IdentityProvider] = [:]
+    private var handles: [CredentialID: Credential] = [:]
 
     /// Creates a store over `storage`.
     ///
@@ -153,6 +154,19 @@ public actor CredentialStore {
     /// sign-out and the revocation outbox can reach it.
     public func register(_ provider: any IdentityProvider) {
         providers[provider.identity] = provider
+    }
+
+    /// The live handle of a stored credential with `provider`. Every call for the same
+    /// credential and provider returns the same handle, so concurrent callers share one refresh.
+    ///
+    /// - Parameter clock: the clock the handle judges expiry by; the store's by default.
+    public func credential(
+        _ id: CredentialID, provider: any IdentityProvider, clock: (@Sendable () -> Date)? = nil
+    ) -> Credential {
+        if let existing = handles[id], existing.provider.identity == provider.identity { return existing }
+        let handle = Credential(id: id, store: self, provider: provider, now: clock ?? now)
+        handles[id] = handle
+        return handle
     }
 
     /// The registered provider of `identity`.

@@ -58,7 +58,6 @@ public actor CognitoProvider: IdentityProvider {
     let logger: Logger
     let now: @Sendable () -> Date
     private var cachedJWKS: JWKS?
-    private var credentials: [String: Credential] = [:]
 
     /// Creates a provider.
     public init(
@@ -87,19 +86,15 @@ public actor CognitoProvider: IdentityProvider {
         let token = try await passwordToken(username: username, password: password)
         do {
             let stored = try await store.add(token, tags: tags, makeDefault: makeDefault)
-            return credential(stored.id, in: store)
+            return await credential(stored.id, in: store)
         } catch {
             throw .storage(error)
         }
     }
 
     /// The live handle of a stored credential; shared, so concurrent callers share one refresh.
-    public func credential(_ id: CredentialID, in store: CredentialStore) -> Credential {
-        let key = "\(ObjectIdentifier(store).hashValue):\(id.rawValue)"
-        if let existing = credentials[key] { return existing }
-        let credential = Credential(id: id, store: store, provider: self, now: now)
-        credentials[key] = credential
-        return credential
+    public func credential(_ id: CredentialID, in store: CredentialStore) async -> Credential {
+        await store.credential(id, provider: self, clock: now)
     }
 
     /// The tokens of a `USER_PASSWORD_AUTH` sign-in, not stored.

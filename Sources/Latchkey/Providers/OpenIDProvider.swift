@@ -24,7 +24,6 @@ public actor OpenIDProvider: IdentityProvider {
     private var cachedMetadata: ProviderMetadata?
     private var metadataTask: Task<Result<ProviderMetadata, ProviderError>, Never>?
     private var cachedJWKS: JWKS?
-    private var credentials: [String: Credential] = [:]
 
     /// Creates a provider; discovery happens on first use (or pass `metadata` to skip it).
     ///
@@ -313,12 +312,8 @@ public actor OpenIDProvider: IdentityProvider {
 
     /// The live handle of a stored credential. Every call for the same store and id returns the
     /// same handle, so concurrent callers share one refresh.
-    public func credential(_ id: CredentialID, in store: CredentialStore) -> Credential {
-        let key = "\(ObjectIdentifier(store).hashValue):\(id.rawValue)"
-        if let existing = credentials[key] { return existing }
-        let credential = Credential(id: id, store: store, provider: self, now: now)
-        credentials[key] = credential
-        return credential
+    public func credential(_ id: CredentialID, in store: CredentialStore) async -> Credential {
+        await store.credential(id, provider: self, clock: now)
     }
 
     // MARK: HTTP

@@ -84,7 +84,7 @@ extension OpenIDProvider {
         } catch {
             throw .storage(error)
         }
-        return credential(stored.id, in: store)
+        return await credential(stored.id, in: store)
     }
 
     /// The tokens of a sign-in, not stored.

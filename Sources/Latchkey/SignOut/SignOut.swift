@@ -185,7 +185,7 @@ extension CredentialStore {
         // 5a. Server first: a failed server step leaves the account signed in.
         if options.policy == .serverFirst && serverFailed {
             var remaining = token
-            for kind in revokedKinds { Self.drop(kind, from: &remaining) }
+            for kind in revokedKinds { remaining.discard(kind) }
             if remaining.isUsable(at: now()) {
                 _ = try? await update(credential.id, token: remaining)
             }
@@ -279,17 +279,6 @@ extension CredentialStore {
         case .endSession: 5
         case .hook: 6
         case .localRemoval: 7
-        }
-    }
-
-    static func drop(_ kind: TokenKind, from token: inout Token) {
-        switch kind {
-        case .accessToken:
-            token.accessToken = nil
-            token.expiresAt = nil
-        case .refreshToken: token.refreshToken = nil
-        case .deviceSecret: token.deviceSecret = nil
-        case .idToken: token.idToken = nil
         }
     }
 }

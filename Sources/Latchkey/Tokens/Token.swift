@@ -105,6 +105,19 @@ public struct Token: Sendable, Hashable {
         }
     }
 
+    /// Forgets the token of `kind` (after it was revoked). Forgetting the access token forgets
+    /// its expiry too.
+    public mutating func discard(_ kind: TokenKind) {
+        switch kind {
+        case .accessToken:
+            accessToken = nil
+            expiresAt = nil
+        case .refreshToken: refreshToken = nil
+        case .idToken: idToken = nil
+        case .deviceSecret: deviceSecret = nil
+        }
+    }
+
     /// The kinds of token this value holds.
     public var kinds: Set<TokenKind> {
         var kinds: Set<TokenKind> = []
