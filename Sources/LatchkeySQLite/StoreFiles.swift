@@ -15,14 +15,26 @@ import Latchkey
 enum StoreFiles {
     static let keyLength = 32
 
+    /// What the file system says of a path: its type, permission bits and size, or `nil` when
+    /// nothing is there.
+    private static func status(_ path: String) throws(StorageError) -> (type: FileAttributeType, mode: Int, size: Int)?
+    {
+        guard FileManager.default.fileExists(atPath: path) else { return nil }
+        do {
+            let attributes = try FileManager.default.attributesOfItem(atPath: path)
+            return (
+                attributes[.type] as? FileAttributeType ?? .typeUnknown,
+                (attributes[.posixPermissions] as? NSNumber)?.intValue ?? 0,
+                (attributes[.size] as? NSNumber)?.intValue ?? 0
+            )
+        } catch {
+            throw StorageError(.fileNotAccessible, path: path, reason: "The store's file cannot be examined.")
+        }
+    }
+
     /// Creates the folder (0700) when it is missing; otherwise checks that its owner can use it.
     static func prepareFolder(_ folder: String) throws(StorageError) {
-        var info = stat()
-        if stat(folder, &info) != 0 {
-            let code = errno
-            guard code == ENOENT else {
-                throw folderError(folder, "cannot be examined: \(errorText(code))")
-            }
+        guard let info = try status(folder) else {
             do {
                 try FileManager.default.createDirectory(
                     atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
@@ -31,10 +43,10 @@ enum StoreFiles {
             }
             return
         }
-        guard info.st_mode & S_IFMT == S_IFDIR else { throw folderError(folder, "is not a folder") }
+        guard info.type == .typeDirectory else { throw folderError(folder, "is not a folder") }
         // Checked on the mode bits as well as with access(2), so that a folder its owner locked
         // is reported even to root, which access(2) lets through.
-        guard info.st_mode & S_IRWXU == S_IRWXU, access(folder, R_OK | W_OK | X_OK) == 0 else {
+        guard info.mode & 0o700 == 0o700, access(folder, R_OK | W_OK | X_OK) == 0 else {
             throw folderError(folder, "cannot be read and written by its owner")
         }
     }
@@ -42,25 +54,16 @@ enum StoreFiles {
     /// Checks that an existing database file is a regular file its owner can read and write.
     /// - Returns: whether the file exists and is not empty.
     static func checkDatabaseFile(_ path: String) throws(StorageError) -> Bool {
-        var info = stat()
-        guard stat(path, &info) == 0 else {
-            let code = errno
-            guard code == ENOENT else {
-                throw StorageError(
-                    .fileNotAccessible, path: path,
-                    reason: "The credential database cannot be examined: \(errorText(code)).")
-            }
-            return false
-        }
-        guard info.st_mode & S_IFMT == S_IFREG else {
+        guard let info = try status(path) else { return false }
+        guard info.type == .typeRegular else {
             throw StorageError(.fileNotAccessible, path: path, reason: "The credential database is not a regular file.")
         }
-        guard info.st_mode & (S_IRUSR | S_IWUSR) == (S_IRUSR | S_IWUSR), access(path, R_OK | W_OK) == 0 else {
+        guard info.mode & 0o600 == 0o600, access(path, R_OK | W_OK) == 0 else {
             throw StorageError(
                 .fileNotAccessible, path: path,
                 reason: "The credential database cannot be read and written by its owner.")
         }
-        return info.st_size > 0
+        return info.size > 0
     }
 
     /// Creates an empty database file with mode 0600 unless one exists, so that SQLite (which

@@ -265,6 +265,99 @@ struct CLIDevProviderTests {
         await dev.stop()
     }
 
+    @Test("signout on a terminal asks: Cancel changes nothing, 'this device' signs out")
+    func interactiveSignOut() async throws {
+        try await withDevices { _, a, _ in
+            _ = try await login(a, "alice")
+            // script(1) gives the command a terminal; the answer comes on its standard input.
+            func ask(_ answer: String) async throws -> CLI.Run {
+                let command = "'\(CLI.binary.path)' --home '\(a.path)' signout"
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: "/usr/bin/script")
+                process.arguments = ["-qec", command, "/dev/null"]
+                let input = Pipe()
+                let output = Pipe()
+                process.standardInput = input
+                process.standardOutput = output
+                process.standardError = output
+                try process.run()
+                try await Task.sleep(for: .milliseconds(500))
+                input.fileHandleForWriting.write(Data("\(answer)\n".utf8))
+                let text = await CLI.read(output.fileHandleForReading)
+                process.waitUntilExit()
+                return CLI.Run(status: process.terminationStatus, stdout: text, stderr: "")
+            }
+            let cancelled = try await ask("3")
+            #expect(cancelled.stdout.contains("Sign out on ALL devices"))
+            #expect(cancelled.stdout.contains("Cancelled; nothing changed."))
+            #expect(cancelled.status == 0)
+            #expect(try await a.run("--json", "accounts").array.count == 1)
+            let signedOut = try await ask("1")
+            #expect(signedOut.status == 0)
+            #expect(signedOut.stdout.contains("Signed out."))
+            #expect(try await a.run("--json", "accounts").array.isEmpty)
+        }
+    }
+
+    @Test("login --browser prints the URL to open, and signs in when the browser comes back")
+    func browserLogin() async throws {
+        let dev = try await DevProvider.start()
+        let device = try Device()
+        defer { device.cleanUp() }
+        _ = try await device.run(
+            "provider", "add", "dev", "--issuer", dev.issuer.absoluteString, "--client-id", "latchkey-cli")
+        let process = Process()
+        process.executableURL = CLI.binary
+        process.arguments = ["--home", device.path, "--json", "login", "--browser", "--timeout", "30"]
+        let stdout = Pipe()
+        let stderr = Pipe()
+        process.standardOutput = stdout
+        process.standardError = stderr
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let prompt: String = await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                var text = ""
+                while text.components(separatedBy: "\n").count < 3 {
+                    let chunk = stderr.fileHandleForReading.availableData
+                    if chunk.isEmpty { break }
+                    text += String(decoding: chunk, as: UTF8.self)
+                }
+                continuation.resume(returning: text)
+            }
+        }
+        let lines = prompt.components(separatedBy: "\n")
+        #expect(lines.first == "Open this URL to sign in:")
+        let url = try #require(URLComponents(string: lines.count > 1 ? lines[1] : ""))
+        #expect(url.queryItems?.contains { $0.name == "code_challenge_method" && $0.value == "S256" } == true)
+        // Play the browser: post the sign-in form, then follow the redirect to the loopback listener.
+        var form = URLComponents()
+        form.queryItems =
+            (url.queryItems ?? []) + [
+                URLQueryItem(name: "username", value: "bob"), URLQueryItem(name: "password", value: "bob-password"),
+            ]
+        var request = HTTPClientRequest(url: dev.url(.authorization).absoluteString)
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
+        request.body = .bytes(
+            ByteBuffer(string: form.percentEncodedQuery?.replacingOccurrences(of: "+", with: "%2B") ?? ""))
+        let noRedirects = HTTPClient(
+            eventLoopGroupProvider: .singleton,
+            configuration: HTTPClient.Configuration(redirectConfiguration: .disallow))
+        let signedIn = try await noRedirects.execute(request, timeout: .seconds(10))
+        let location = try #require(signedIn.headers.first(name: "Location"))
+        #expect(location.hasPrefix("http://127.0.0.1:"))
+        let callback = try await noRedirects.execute(HTTPClientRequest(url: location), timeout: .seconds(10))
+        #expect(callback.status == .ok)
+        try await noRedirects.shutdown()
+        let output = await CLI.read(stdout.fileHandleForReading)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        let result = try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any]
+        #expect(result?["account"] as? String == "bob")
+        await dev.stop()
+    }
+
     @Test("the demo runs the whole lifecycle and exits 0; completions are generated")
     func demoAndCompletions() async throws {
         let demo = try await CLI.run(["demo"])
