@@ -227,27 +227,9 @@ struct CLIDevProviderTests {
         _ = try await device.run(
             "provider", "add", "dev", "--issuer", dev.issuer.absoluteString, "--client-id", "latchkey-cli")
 
-        let process = Process()
-        process.executableURL = CLI.binary
-        process.arguments = ["--home", device.path, "--json", "login", "--device"]
-        let stdout = Pipe()
-        let stderr = Pipe()
-        process.standardOutput = stdout
-        process.standardError = stderr
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
+        let login = try CLI.Running(["--home", device.path, "--json", "login", "--device"])
         // The code is on standard error while the CLI polls.
-        let prompt: String = await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                var text = ""
-                while !text.contains("\n(or open") {
-                    let chunk = stderr.fileHandleForReading.availableData
-                    if chunk.isEmpty { break }
-                    text += String(decoding: chunk, as: UTF8.self)
-                }
-                continuation.resume(returning: text)
-            }
-        }
+        let prompt = await login.standardError { $0.contains("\n(or open") }
         let code = try #require(prompt.split(separator: " ").dropFirst(3).first.map(String.init))
         #expect(prompt.hasPrefix("Enter the code \(code) at \(dev.url(.deviceVerification).absoluteString)"))
         var request = HTTPClientRequest(url: dev.url(.deviceVerification).absoluteString)
@@ -257,9 +239,8 @@ struct CLIDevProviderTests {
             ByteBuffer(string: "user_code=\(code)&username=alice&password=alice-password&action=approve"))
         let approval = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
         #expect(approval.status == .ok)
-        let output = await CLI.read(stdout.fileHandleForReading)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        let (status, output) = await login.finish()
+        #expect(status == 0)
         let result = try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any]
         #expect(result?["account"] as? String == "alice")
         await dev.stop()
@@ -306,26 +287,8 @@ struct CLIDevProviderTests {
         defer { device.cleanUp() }
         _ = try await device.run(
             "provider", "add", "dev", "--issuer", dev.issuer.absoluteString, "--client-id", "latchkey-cli")
-        let process = Process()
-        process.executableURL = CLI.binary
-        process.arguments = ["--home", device.path, "--json", "login", "--browser", "--timeout", "30"]
-        let stdout = Pipe()
-        let stderr = Pipe()
-        process.standardOutput = stdout
-        process.standardError = stderr
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let prompt: String = await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                var text = ""
-                while text.components(separatedBy: "\n").count < 3 {
-                    let chunk = stderr.fileHandleForReading.availableData
-                    if chunk.isEmpty { break }
-                    text += String(decoding: chunk, as: UTF8.self)
-                }
-                continuation.resume(returning: text)
-            }
-        }
+        let login = try CLI.Running(["--home", device.path, "--json", "login", "--browser", "--timeout", "30"])
+        let prompt = await login.standardError { $0.components(separatedBy: "\n").count >= 3 }
         let lines = prompt.components(separatedBy: "\n")
         #expect(lines.first == "Open this URL to sign in:")
         let url = try #require(URLComponents(string: lines.count > 1 ? lines[1] : ""))
@@ -350,9 +313,8 @@ struct CLIDevProviderTests {
         let callback = try await noRedirects.execute(HTTPClientRequest(url: location), timeout: .seconds(10))
         #expect(callback.status == .ok)
         try await noRedirects.shutdown()
-        let output = await CLI.read(stdout.fileHandleForReading)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        let (status, output) = await login.finish()
+        #expect(status == 0)
         let result = try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any]
         #expect(result?["account"] as? String == "bob")
         await dev.stop()

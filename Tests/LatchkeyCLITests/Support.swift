@@ -60,6 +60,46 @@ enum CLI {
         return Run(status: status, stdout: output, stderr: errors)
     }
 
+    /// A `latchkey` process the test talks to while it runs.
+    struct Running: Sendable {
+        let process: Process
+        let stdout = Pipe()
+        let stderr = Pipe()
+
+        init(_ arguments: [String]) throws {
+            process = Process()
+            process.executableURL = CLI.binary
+            process.arguments = arguments
+            process.standardOutput = stdout
+            process.standardError = stderr
+            process.standardInput = FileHandle.nullDevice
+            try process.run()
+        }
+
+        /// Standard error so far, read until `done` says it holds what the test waits for.
+        func standardError(until done: @escaping @Sendable (String) -> Bool) async -> String {
+            let handle = stderr.fileHandleForReading
+            return await withCheckedContinuation { continuation in
+                DispatchQueue.global().async {
+                    var text = ""
+                    while !done(text) {
+                        let chunk = handle.availableData
+                        if chunk.isEmpty { break }
+                        text += String(decoding: chunk, as: UTF8.self)
+                    }
+                    continuation.resume(returning: text)
+                }
+            }
+        }
+
+        /// Waits for the end; returns the exit status and standard output.
+        func finish() async -> (Int32, String) {
+            let output = await CLI.read(stdout.fileHandleForReading)
+            process.waitUntilExit()
+            return (process.terminationStatus, output)
+        }
+    }
+
     static func read(_ handle: FileHandle) async -> String {
         await withCheckedContinuation { continuation in
             DispatchQueue.global().async {
