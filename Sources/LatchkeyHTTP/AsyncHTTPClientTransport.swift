@@ -18,6 +18,9 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
         // Signing many accounts out means many revocations to one host at once.
         configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 64)
+        // A refused connection is an answer: report it now (it is retryable, and the outbox
+        // retries revocations) instead of retrying until the request's deadline.
+        configuration.connectionPool.retryConnectionEstablishment = false
         client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         ownsClient = true
     }
