@@ -204,9 +204,7 @@ struct Session {
             throw CLIError.input(
                 "The provider of \(stored.metadata.displayName ?? stored.id.rawValue) is no longer configured.")
         }
-        if let openID = provider as? OpenIDProvider { return await openID.credential(stored.id, in: store) }
-        if let cognito = provider as? CognitoProvider { return await cognito.credential(stored.id, in: store) }
-        return Credential(id: stored.id, store: store, provider: provider)
+        return await store.credential(stored.id, provider: provider)
     }
 
     /// The name of the provider a credential came from.
