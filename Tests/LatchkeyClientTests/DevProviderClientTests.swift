@@ -50,6 +50,19 @@ struct DevProviderClientTests {
         }
     }
 
+    @Test("an unreachable JWKS is a retryable network failure, not a rejected ID token")
+    func jwksUnavailable() async throws {
+        try await withHarness(.dev) { harness in
+            harness.dev?.faults.set(.status(503, retryAfter: 1), for: .jwks)
+            let error = await #expect(throws: ProviderError.self) {
+                _ = try await harness.provider.passwordToken(username: "alice", password: "alice-password")
+            }
+            #expect(error?.code != .idTokenRejected)
+            #expect(error?.endpoint == .jwks)
+            #expect(error?.isRetryable == true)
+        }
+    }
+
     @Test("a failed revocation keeps its token; the others are still revoked and reported")
     func partialRevocation() async throws {
         try await withHarness(.dev) { harness in

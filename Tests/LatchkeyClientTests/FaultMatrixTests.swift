@@ -55,11 +55,12 @@ struct FaultMatrixTests {
         let dev = try await DevProvider.start(now: { clock.now })
         defer { Task { await dev.stop() } }
         let store = CredentialStore(storage: InMemoryCredentialStorage(), now: { clock.now })
-        func provider(refusing: Bool) -> OpenIDProvider {
+        // Only the faulty client has a short timeout: setting up on a loaded machine must not time out.
+        func provider(refusing: Bool, timeout: Duration = .seconds(30)) -> OpenIDProvider {
             var configuration = OpenIDProviderConfiguration(
                 issuer: dev.issuer, clientID: "latchkey-cli",
                 scopes: ["openid", "profile", "email", "offline_access", "device_sso"],
-                requestOptions: HTTPTransportOptions(timeout: .seconds(2)))
+                requestOptions: HTTPTransportOptions(timeout: timeout))
             if refusing {
                 // Connection refused: the endpoint points at a port nothing listens on.
                 configuration.endpoints[testCase.step.kind] = URL(string: "http://127.0.0.1:9/refused")
@@ -69,7 +70,7 @@ struct FaultMatrixTests {
         let healthy = provider(refusing: false)
         let credential = try await healthy.signIn(.password(username: "alice", password: "alice-password"), into: store)
         let token = try await credential.token
-        let faulty = provider(refusing: testCase.fault == .refused)
+        let faulty = provider(refusing: testCase.fault == .refused, timeout: .seconds(2))
         _ = try await faulty.metadata()
         await store.register(faulty)
         switch testCase.fault {

@@ -156,6 +156,8 @@ public actor CognitoProvider: IdentityProvider {
     private func verifyIDToken(_ idToken: String, accessToken: String, subject: String?) async throws(ProviderError) {
         let verifier = IDTokenVerifier(
             issuer: configuration.issuer, clientID: configuration.clientID, leeway: configuration.leeway)
+        // Fetched first, so an unreachable JWKS is a (retryable) network failure, not a rejection.
+        _ = try await jwks(refetch: false)
         do {
             _ = try await verifier.verify(
                 idToken, accessToken: accessToken, subject: subject, now: now(),

@@ -152,6 +152,9 @@ public actor OpenIDProvider: IdentityProvider {
         let verifier = IDTokenVerifier(
             issuer: try await metadata().issuer, clientID: configuration.clientID,
             algorithms: configuration.idTokenAlgorithms, leeway: configuration.leeway)
+        // Fetched first, so an unreachable JWKS is reported as the network failure it is
+        // (retryable), not as a rejected token.
+        _ = try await jwks(refetch: false)
         do {
             return try await verifier.verify(
                 idToken, nonce: nonce, accessToken: accessToken, subject: subject, now: now(),
