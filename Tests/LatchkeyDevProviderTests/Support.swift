@@ -8,9 +8,13 @@ import Synchronization
 import Testing
 
 /// An HTTP client that never follows redirects, so tests see exactly what the provider sent.
-let http = HTTPClient(
-    eventLoopGroupProvider: .singleton,
-    configuration: HTTPClient.Configuration(redirectConfiguration: .disallow))
+let http: HTTPClient = {
+    var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
+    // Tests send dozens of requests at once; on a loaded machine they must not queue for a connection.
+    configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 64)
+    configuration.timeout = .init(connect: .seconds(30), read: .seconds(60))
+    return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+}()
 
 /// What came back from the provider.
 struct Answer: Sendable {
