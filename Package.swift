@@ -32,6 +32,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.0"),
+        // Tests only: child processes without Foundation's Process.
+        .package(url: "https://github.com/swiftlang/swift-subprocess.git", from: "1.0.2"),
+        .package(url: "https://github.com/apple/swift-system.git", from: "1.5.0"),
     ],
     targets: [
         .target(
@@ -107,16 +110,27 @@ let package = Package(
             path: "Tests/StoreWorker",
             swiftSettings: strictSettings
         ),
+        // What several test targets share: child processes, the built executables, signing keys.
+        .target(
+            name: "LatchkeyTestSupport",
+            dependencies: [
+                "LatchkeyDevProvider",
+                .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
+            path: "Tests/TestSupport",
+            swiftSettings: strictSettings
+        ),
         .testTarget(
             name: "LatchkeyTests",
-            dependencies: ["Latchkey", "LatchkeySQLite"],
+            dependencies: ["Latchkey", "LatchkeySQLite", "LatchkeyTestSupport"],
             swiftSettings: strictSettings
         ),
         // The client against the development provider and Glewlwyd, over real HTTP on loopback.
         .testTarget(
             name: "LatchkeyClientTests",
             dependencies: [
-                "Latchkey", "LatchkeyHTTP", "LatchkeyDevProvider", "LatchkeySQLite",
+                "Latchkey", "LatchkeyHTTP", "LatchkeyDevProvider", "LatchkeySQLite", "LatchkeyTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -129,7 +143,7 @@ let package = Package(
         .testTarget(
             name: "LatchkeyCLITests",
             dependencies: [
-                "LatchkeyDevProvider",
+                "LatchkeyDevProvider", "LatchkeyTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],
             swiftSettings: strictSettings
@@ -138,7 +152,7 @@ let package = Package(
         .testTarget(
             name: "LatchkeyDevProviderTests",
             dependencies: [
-                "LatchkeyDevProvider",
+                "LatchkeyDevProvider", "LatchkeyTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Crypto", package: "swift-crypto"),

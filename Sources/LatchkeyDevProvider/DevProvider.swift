@@ -45,19 +45,23 @@ public final class DevProvider: Sendable {
     ///
     /// - Parameters:
     ///   - configuration: users, clients and lifetimes; ``DevProviderConfiguration/default`` by default.
+    ///   - signingKeys: the first signing keys; new ones when nil. Tests that start many
+    ///     providers save time by passing one set to all of them.
     ///   - host: the address to listen on (loopback by default).
     ///   - port: the port; 0 picks a free one.
     ///   - logger: where the server logs; silent by default.
     ///   - now: the provider's clock.
     public static func start(
         configuration: DevProviderConfiguration = .default,
+        signingKeys: DevProviderSigningKeys? = nil,
         host: String = "127.0.0.1",
         port: Int = 0,
         logger: Logger? = nil,
         now: @escaping @Sendable () -> Date = { Date() }
     ) async throws -> DevProvider {
         let logger = logger ?? Logger(label: "latchkey.dev-provider", factory: { _ in SwiftLogNoOpLogHandler() })
-        let state = try await ProviderState(configuration: configuration, now: now)
+        let state = try await ProviderState(
+            configuration: configuration, signingKeys: signingKeys ?? DevProviderSigningKeys.generate(), now: now)
         let faults = DevProviderFaults()
         let (ports, portContinuation) = AsyncStream<Int>.makeStream()
         let application = buildApplication(

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import LatchkeyDevProvider
+import LatchkeyTestSupport
 import NIOCore
 import NIOHTTP1
 import Testing
@@ -10,7 +11,7 @@ import Testing
 @Suite("latchkey against the development provider")
 struct CLIDevProviderTests {
     func withDevices(_ body: (DevProvider, Device, Device) async throws -> Void) async throws {
-        let dev = try await DevProvider.start()
+        let dev = try await DevProvider.start(signingKeys: SharedSigningKeys.get())
         let a = try Device()
         let b = try Device()
         defer {
@@ -221,15 +222,15 @@ struct CLIDevProviderTests {
     func deviceLogin() async throws {
         var configuration = DevProviderConfiguration.default
         configuration.devicePollingInterval = 1
-        let dev = try await DevProvider.start(configuration: configuration)
+        let dev = try await DevProvider.start(configuration: configuration, signingKeys: SharedSigningKeys.get())
         let device = try Device()
         defer { device.cleanUp() }
         _ = try await device.run(
             "provider", "add", "dev", "--issuer", dev.issuer.absoluteString, "--client-id", "latchkey-cli")
 
-        let login = try CLI.Running(["--home", device.path, "--json", "login", "--device"])
+        let login = try await CLI.start(["--home", device.path, "--json", "login", "--device"])
         // The code is on standard error while the CLI polls.
-        let prompt = await login.standardError { $0.contains("\n(or open") }
+        let prompt = try await login.standardError { $0.contains("\n(or open") }
         let code = try #require(prompt.split(separator: " ").dropFirst(3).first.map(String.init))
         #expect(prompt.hasPrefix("Enter the code \(code) at \(dev.url(.deviceVerification).absoluteString)"))
         var request = HTTPClientRequest(url: dev.url(.deviceVerification).absoluteString)
@@ -239,9 +240,9 @@ struct CLIDevProviderTests {
             ByteBuffer(string: "user_code=\(code)&username=alice&password=alice-password&action=approve"))
         let approval = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
         #expect(approval.status == .ok)
-        let (status, output) = await login.finish()
-        #expect(status == 0)
-        let result = try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any]
+        let finished = try await login.finish()
+        #expect(finished.status == 0)
+        let result = try JSONSerialization.jsonObject(with: Data(finished.stdout.utf8)) as? [String: Any]
         #expect(result?["account"] as? String == "alice")
         await dev.stop()
     }
@@ -253,20 +254,13 @@ struct CLIDevProviderTests {
             // script(1) gives the command a terminal; the answer comes on its standard input.
             func ask(_ answer: String) async throws -> CLI.Run {
                 let command = "'\(CLI.binary.path)' --home '\(a.path)' signout"
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: "/usr/bin/script")
-                process.arguments = ["-qec", command, "/dev/null"]
-                let input = Pipe()
-                let output = Pipe()
-                process.standardInput = input
-                process.standardOutput = output
-                process.standardError = output
-                try process.run()
-                try await Task.sleep(for: .milliseconds(500))
-                input.fileHandleForWriting.write(Data("\(answer)\n".utf8))
-                let text = await CLI.read(output.fileHandleForReading)
-                process.waitUntilExit()
-                return CLI.Run(status: process.terminationStatus, stdout: text, stderr: "")
+                let script = try await ChildProcess.start(
+                    URL(fileURLWithPath: "/usr/bin/script"), ["-qec", command, "/dev/null"],
+                    environment: CLI.environment())
+                // Answer once the question is on the terminal.
+                _ = try await script.standardOutput { $0.contains("Choose [1-3]") }
+                script.write("\(answer)\n")
+                return CLI.Run(try await script.finish())
             }
             let cancelled = try await ask("3")
             #expect(cancelled.stdout.contains("Sign out on ALL devices"))
@@ -282,13 +276,13 @@ struct CLIDevProviderTests {
 
     @Test("login --browser prints the URL to open, and signs in when the browser comes back")
     func browserLogin() async throws {
-        let dev = try await DevProvider.start()
+        let dev = try await DevProvider.start(signingKeys: SharedSigningKeys.get())
         let device = try Device()
         defer { device.cleanUp() }
         _ = try await device.run(
             "provider", "add", "dev", "--issuer", dev.issuer.absoluteString, "--client-id", "latchkey-cli")
-        let login = try CLI.Running(["--home", device.path, "--json", "login", "--browser", "--timeout", "30"])
-        let prompt = await login.standardError { $0.components(separatedBy: "\n").count >= 3 }
+        let login = try await CLI.start(["--home", device.path, "--json", "login", "--browser", "--timeout", "30"])
+        let prompt = try await login.standardError { $0.components(separatedBy: "\n").count >= 3 }
         let lines = prompt.components(separatedBy: "\n")
         #expect(lines.first == "Open this URL to sign in:")
         let url = try #require(URLComponents(string: lines.count > 1 ? lines[1] : ""))
@@ -313,9 +307,9 @@ struct CLIDevProviderTests {
         let callback = try await noRedirects.execute(HTTPClientRequest(url: location), timeout: .seconds(10))
         #expect(callback.status == .ok)
         try await noRedirects.shutdown()
-        let (status, output) = await login.finish()
-        #expect(status == 0)
-        let result = try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any]
+        let finished = try await login.finish()
+        #expect(finished.status == 0)
+        let result = try JSONSerialization.jsonObject(with: Data(finished.stdout.utf8)) as? [String: Any]
         #expect(result?["account"] as? String == "bob")
         await dev.stop()
     }

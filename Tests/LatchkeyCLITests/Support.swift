@@ -1,111 +1,44 @@
 import Foundation
+import LatchkeyTestSupport
 import Testing
 
 /// The built `latchkey` binary, run as a user would.
 enum CLI {
-    static var binary: URL {
-        var url = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-        while url.pathComponents.count > 1 {
-            url.deleteLastPathComponent()
-            let candidate = url.appendingPathComponent("latchkey")
-            var isDirectory: ObjCBool = false
-            if FileManager.default.fileExists(atPath: candidate.path, isDirectory: &isDirectory), !isDirectory.boolValue
-            {
-                return candidate
-            }
-        }
-        return URL(fileURLWithPath: ".build/debug/latchkey")
-    }
+    static var binary: URL { Executables.latchkey }
 
     struct Run: Sendable {
         var status: Int32
         var stdout: String
         var stderr: String
 
+        init(_ result: ChildProcess.Result) {
+            (status, stdout, stderr) = (result.status, result.stdout, result.stderr)
+        }
+
         var json: Any? { try? JSONSerialization.jsonObject(with: Data(stdout.utf8)) }
         var object: [String: Any] { json as? [String: Any] ?? [:] }
         var array: [[String: Any]] { json as? [[String: Any]] ?? [] }
+    }
+
+    /// The environment of a command: this process's, without `LATCHKEY_HOME`, plus `extra`.
+    static func environment(_ extra: [String: String] = [:]) -> [String: String] {
+        var environment = ProcessInfo.processInfo.environment
+        environment["LATCHKEY_HOME"] = nil
+        return environment.merging(extra) { _, new in new }
     }
 
     /// Runs `latchkey ARGUMENTS` with `input` on standard input (no terminal anywhere).
     static func run(_ arguments: [String], input: String? = nil, environment: [String: String] = [:]) async throws
         -> Run
     {
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = arguments
-        var env = ProcessInfo.processInfo.environment
-        env["LATCHKEY_HOME"] = nil
-        env.merge(environment) { _, new in new }
-        process.environment = env
-        let stdin = Pipe()
-        let stdout = Pipe()
-        let stderr = Pipe()
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        process.standardError = stderr
-        try process.run()
-        if let input { stdin.fileHandleForWriting.write(Data((input + "\n").utf8)) }
-        try stdin.fileHandleForWriting.close()
-        async let out = read(stdout.fileHandleForReading)
-        async let err = read(stderr.fileHandleForReading)
-        let (output, errors) = await (out, err)
-        // Both pipes are at their end, so the process has ended or is ending.
-        let status: Int32 = await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                process.waitUntilExit()
-                continuation.resume(returning: process.terminationStatus)
-            }
-        }
-        return Run(status: status, stdout: output, stderr: errors)
+        Run(
+            try await ChildProcess.run(
+                binary, arguments, environment: Self.environment(environment), input: input.map { $0 + "\n" } ?? ""))
     }
 
-    /// A `latchkey` process the test talks to while it runs.
-    struct Running: Sendable {
-        let process: Process
-        let stdout = Pipe()
-        let stderr = Pipe()
-
-        init(_ arguments: [String]) throws {
-            process = Process()
-            process.executableURL = CLI.binary
-            process.arguments = arguments
-            process.standardOutput = stdout
-            process.standardError = stderr
-            process.standardInput = FileHandle.nullDevice
-            try process.run()
-        }
-
-        /// Standard error so far, read until `done` says it holds what the test waits for.
-        func standardError(until done: @escaping @Sendable (String) -> Bool) async -> String {
-            let handle = stderr.fileHandleForReading
-            return await withCheckedContinuation { continuation in
-                DispatchQueue.global().async {
-                    var text = ""
-                    while !done(text) {
-                        let chunk = handle.availableData
-                        if chunk.isEmpty { break }
-                        text += String(decoding: chunk, as: UTF8.self)
-                    }
-                    continuation.resume(returning: text)
-                }
-            }
-        }
-
-        /// Waits for the end; returns the exit status and standard output.
-        func finish() async -> (Int32, String) {
-            let output = await CLI.read(stdout.fileHandleForReading)
-            process.waitUntilExit()
-            return (process.terminationStatus, output)
-        }
-    }
-
-    static func read(_ handle: FileHandle) async -> String {
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                continuation.resume(returning: String(decoding: handle.readDataToEndOfFile(), as: UTF8.self))
-            }
-        }
+    /// Starts `latchkey ARGUMENTS`, for a test that talks to it while it runs.
+    static func start(_ arguments: [String]) async throws -> ChildProcess {
+        try await ChildProcess.start(binary, arguments, environment: environment(), input: "")
     }
 }
 

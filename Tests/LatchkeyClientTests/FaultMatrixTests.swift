@@ -1,6 +1,7 @@
 import Foundation
 import Latchkey
 import LatchkeyDevProvider
+import LatchkeyTestSupport
 import Testing
 
 /// Every fault against every server step of a sign-out, under both policies: the outcome is
@@ -52,7 +53,7 @@ struct FaultMatrixTests {
     @Test("sign-out under a fault", arguments: cases)
     func matrix(testCase: Case) async throws {
         let clock = ManualClock()
-        let dev = try await DevProvider.start(now: { clock.now })
+        let dev = try await DevProvider.start(signingKeys: SharedSigningKeys.get(), now: { clock.now })
         defer { Task { await dev.stop() } }
         let store = CredentialStore(storage: InMemoryCredentialStorage(), now: { clock.now })
         // Only the faulty client has a short timeout: setting up on a loaded machine must not time out.

@@ -2,6 +2,7 @@ import Foundation
 import Latchkey
 import LatchkeyDevProvider
 import LatchkeySQLite
+import LatchkeyTestSupport
 import Logging
 import Synchronization
 import Testing
@@ -43,7 +44,7 @@ struct SecretsTests {
     @Test("sign-in, refresh, revocation, failed refresh, offline sign-out and drain log no token")
     func lifecycle() async throws {
         let capture = Capture()
-        let dev = try await DevProvider.start()
+        let dev = try await DevProvider.start(signingKeys: SharedSigningKeys.get())
         defer { Task { await dev.stop() } }
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("secrets-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }

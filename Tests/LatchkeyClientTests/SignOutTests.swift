@@ -3,6 +3,7 @@ import Latchkey
 import LatchkeyDevProvider
 import LatchkeyHTTP
 import LatchkeySQLite
+import LatchkeyTestSupport
 import Testing
 
 /// Sign-out against the development provider: the Cognito walkthrough's seven tests, the
@@ -35,7 +36,7 @@ struct SignOutTests {
         storeA: CredentialStore? = nil,
         _ body: (Devices) async throws -> Void
     ) async throws {
-        let dev = try await DevProvider.start(now: now)
+        let dev = try await DevProvider.start(signingKeys: SharedSigningKeys.get(), now: now)
         let provider = OpenIDProvider(
             configuration: OpenIDProviderConfiguration(issuer: dev.issuer, clientID: "latchkey-cli", scopes: scopes),
             transport: transport, now: now)

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Crypto
 import Foundation
 import LatchkeyDevProvider
+import LatchkeyTestSupport
 import NIOCore
 import NIOHTTP1
 import Synchronization
@@ -129,7 +130,8 @@ func withProvider(
     _ body: (Client) async throws -> Void
 ) async throws {
     let clock = clock ?? TestClock()
-    let provider = try await DevProvider.start(configuration: configuration, now: { clock.now })
+    let provider = try await DevProvider.start(
+        configuration: configuration, signingKeys: SharedSigningKeys.get(), now: { clock.now })
     do {
         try await body(Client(provider: provider))
     } catch {

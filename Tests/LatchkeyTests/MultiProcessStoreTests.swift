@@ -1,6 +1,7 @@
 import Foundation
 import Latchkey
 import LatchkeySQLite
+import LatchkeyTestSupport
 import Testing
 
 /// Several processes on one SQLite store, and processes killed in the middle of writing.
@@ -19,14 +20,14 @@ struct MultiProcessStoreTests {
         let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         let path = folder.file("credentials.sqlite")
-        let first = try ChildProcess(worker, [path, "200", "first"])
-        let second = try ChildProcess(worker, [path, "200", "second"])
+        let first = try await ChildProcess.start(worker, [path, "200", "first"])
+        let second = try await ChildProcess.start(worker, [path, "200", "second"])
         async let firstResult = first.finish()
         async let secondResult = second.finish()
-        let (a, b) = await (firstResult, secondResult)
-        #expect(a.status == 0)
-        #expect(b.status == 0)
-        let reported = committedIDs(a.output) + committedIDs(b.output)
+        let (a, b) = try await (firstResult, secondResult)
+        #expect(a.status == 0, "\(a.stderr)")
+        #expect(b.status == 0, "\(b.stderr)")
+        let reported = committedIDs(a.stdout) + committedIDs(b.stdout)
         #expect(reported.count == 400)
 
         let stored = try await SQLiteCredentialStorage(path: path).all()
@@ -52,17 +53,17 @@ struct MultiProcessStoreTests {
         var generator = SystemRandomNumberGenerator()
         for round in 0..<50 {
             // Two writers at once, so the kill can land while the other holds the lock.
-            let victim = try ChildProcess(worker, [path, "0", "victim\(round)"])
-            let bystander = try ChildProcess(worker, [path, "25", "bystander\(round)"])
+            let victim = try await ChildProcess.start(worker, [path, "0", "victim\(round)"])
+            let bystander = try await ChildProcess.start(worker, [path, "25", "bystander\(round)"])
             try await Task.sleep(for: .milliseconds(Int.random(in: 80...300, using: &generator)))
-            victim.kill(signal: SIGKILL)
-            let (victimResult, bystanderResult) = await (victim.finish(), bystander.finish())
-            #expect(victimResult.status == SIGKILL || victimResult.status == 9, "round \(round)")
-            #expect(bystanderResult.status == 0, "round \(round)")
-            committed.formUnion(committedIDs(victimResult.output))
-            committed.formUnion(committedIDs(bystanderResult.output))
-            queued.formUnion(committedIDs(victimResult.output, "queued "))
-            queued.formUnion(committedIDs(bystanderResult.output, "queued "))
+            victim.send(signal: SIGKILL)
+            let (victimResult, bystanderResult) = try await (victim.finish(), bystander.finish())
+            #expect(victimResult.status == SIGKILL, "round \(round)")
+            #expect(bystanderResult.status == 0, "round \(round): \(bystanderResult.stderr)")
+            committed.formUnion(committedIDs(victimResult.stdout))
+            committed.formUnion(committedIDs(bystanderResult.stdout))
+            queued.formUnion(committedIDs(victimResult.stdout, "queued "))
+            queued.formUnion(committedIDs(bystanderResult.stdout, "queued "))
 
             let storage = try SQLiteCredentialStorage(path: path)
             let stored = try await storage.all()

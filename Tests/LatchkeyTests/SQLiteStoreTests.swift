@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import Latchkey
 import LatchkeySQLite
+import LatchkeyTestSupport
 import Testing
 
 @Suite("SQLite store")
@@ -215,12 +216,8 @@ struct SQLiteStoreTests {
         defer { folder.cleanUp() }
         let path = folder.file("credentials.sqlite")
         _ = try await CredentialStore.sqlite(at: path).add(Fixtures.token(user: "alice"))
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["sqlite3", path, "PRAGMA user_version = 99"]
-        try process.run()
-        await process.exited()
-        try #require(process.terminationStatus == 0, "sqlite3 is needed for this test")
+        let sqlite = try await ChildProcess.run(sqlite3, [path, "PRAGMA user_version = 99"])
+        try #require(sqlite.status == 0, "sqlite3 is needed for this test: \(sqlite.stderr)")
         let error = #expect(throws: StorageError.self) { _ = try SQLiteCredentialStorage(path: path) }
         #expect(error?.code == .unsupportedSchema)
     }
@@ -233,14 +230,9 @@ struct SQLiteStoreTests {
         let store = try await CredentialStore.sqlite(at: path)
         let alice = try await store.add(Fixtures.token(user: "alice"))
         let bob = try await store.add(Fixtures.token(user: "bob"))
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [
-            "sqlite3", path, "UPDATE credential SET sealed_token = x'00112233' WHERE id = '\(alice.id)'",
-        ]
-        try process.run()
-        await process.exited()
-        try #require(process.terminationStatus == 0, "sqlite3 is needed for this test")
+        let sqlite = try await ChildProcess.run(
+            sqlite3, [path, "UPDATE credential SET sealed_token = x'00112233' WHERE id = '\(alice.id)'"])
+        try #require(sqlite.status == 0, "sqlite3 is needed for this test: \(sqlite.stderr)")
         let error = await #expect(throws: StorageError.self) { _ = try await store.all() }
         #expect(error?.code == .corruptRecord)
         #expect(error?.description.contains(alice.id.rawValue) == true)
@@ -248,15 +240,5 @@ struct SQLiteStoreTests {
     }
 }
 
-extension Process {
-    /// Waits for the process to end without blocking a thread.
-    func exited() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            terminationHandler = { _ in continuation.resume() }
-            if !isRunning {
-                terminationHandler = nil
-                continuation.resume()
-            }
-        }
-    }
-}
+/// The sqlite3 shell, for tests that damage a database behind the store's back.
+private let sqlite3 = URL(fileURLWithPath: "/usr/bin/sqlite3")

@@ -81,9 +81,9 @@ actor SigningKeys {
     private var generation = 0
     private let gracePeriod: TimeInterval
 
-    init(gracePeriod: TimeInterval) async throws {
+    init(gracePeriod: TimeInterval, initial: DevProviderSigningKeys) async throws {
         self.gracePeriod = gracePeriod
-        try await addGeneration()
+        try await addGeneration(initial)
     }
 
     /// Puts a new key pair in use; the previous pair stays in the JWKS for the grace period.
@@ -91,7 +91,7 @@ actor SigningKeys {
         for index in entries.indices where entries[index].retiredAt == nil {
             entries[index].retiredAt = now
         }
-        try await addGeneration()
+        try await addGeneration(DevProviderSigningKeys.generate())
         for entry in entries where entry.retiredAt.map({ now.timeIntervalSince($0) > gracePeriod }) ?? false {
             await collection.remove(kid: JWKIdentifier(string: entry.kid))
         }
@@ -136,12 +136,11 @@ actor SigningKeys {
         return header["kid"] as? String
     }
 
-    private func addGeneration() async throws {
+    private func addGeneration(_ keys: DevProviderSigningKeys) async throws {
         generation += 1
         let rsaKid = "rs256-\(generation)-\(UUID().uuidString.prefix(8).lowercased())"
         let ecKid = "es256-\(generation)-\(UUID().uuidString.prefix(8).lowercased())"
-        let rsa = try Insecure.RSA.PrivateKey(backing: _RSA.Signing.PrivateKey(keySize: .bits2048))
-        let ec = ES256PrivateKey()
+        let (rsa, ec) = (keys.rsa, keys.ec)
         await collection.add(rsa: rsa, digestAlgorithm: .sha256, kid: JWKIdentifier(string: rsaKid))
         await collection.add(ecdsa: ec, kid: JWKIdentifier(string: ecKid))
         let primitives = try rsa.publicKey.getKeyPrimitives()
@@ -160,6 +159,25 @@ actor SigningKeys {
                     "kty": "EC", "use": "sig", "alg": "ES256", "kid": ecKid, "crv": "P-256",
                     "x": parameters.x, "y": parameters.y,
                 ]))
+    }
+}
+
+/// A development provider's first RS256 and ES256 signing keys.
+///
+/// Generating a 2048-bit RSA key takes a noticeable fraction of a second. A test process that
+/// starts many providers can generate one set and pass it to each
+/// (``DevProvider/start(configuration:signingKeys:host:port:logger:now:)``); every provider
+/// still has its own issuer, so a token one of them signed is refused by the others' clients.
+/// Keys made by ``DevProvider/rotateKeys()`` are always new.
+public struct DevProviderSigningKeys: Sendable {
+    let rsa: JWTKit.Insecure.RSA.PrivateKey
+    let ec: ES256PrivateKey
+
+    /// Generates a new RSA 2048 and P-256 key pair.
+    public static func generate() throws -> DevProviderSigningKeys {
+        DevProviderSigningKeys(
+            rsa: try JWTKit.Insecure.RSA.PrivateKey(backing: _RSA.Signing.PrivateKey(keySize: .bits2048)),
+            ec: ES256PrivateKey())
     }
 }
 

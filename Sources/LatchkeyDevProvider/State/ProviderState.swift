@@ -92,10 +92,13 @@ actor ProviderState {
     private var deviceRequests: [String: DeviceRequest] = [:]  // device code → request
     private var userCodes: [String: String] = [:]  // user code → device code
 
-    init(configuration: DevProviderConfiguration, now: @escaping @Sendable () -> Date) async throws {
+    init(
+        configuration: DevProviderConfiguration, signingKeys: DevProviderSigningKeys,
+        now: @escaping @Sendable () -> Date
+    ) async throws {
         self.configuration = configuration
         self.now = now
-        keys = try await SigningKeys(gracePeriod: TimeInterval(configuration.keyGracePeriod))
+        keys = try await SigningKeys(gracePeriod: TimeInterval(configuration.keyGracePeriod), initial: signingKeys)
     }
 
     func setIssuer(_ issuer: String) { self.issuer = issuer }

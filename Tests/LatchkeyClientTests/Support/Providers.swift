@@ -3,6 +3,7 @@ import Foundation
 import Latchkey
 import LatchkeyDevProvider
 import LatchkeyHTTP
+import LatchkeyTestSupport
 import NIOCore
 import NIOHTTP1
 import Synchronization
@@ -102,7 +103,8 @@ func makeHarness(
     let clock = now ?? { Date() }
     switch kind {
     case .dev:
-        let dev = try await DevProvider.start(configuration: devConfiguration, now: clock)
+        let dev = try await DevProvider.start(
+            configuration: devConfiguration, signingKeys: SharedSigningKeys.get(), now: clock)
         var configuration = OpenIDProviderConfiguration(
             issuer: dev.issuer, clientID: "latchkey-cli",
             scopes: scopes ?? ["openid", "profile", "email", "offline_access"])

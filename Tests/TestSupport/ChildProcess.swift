@@ -1,0 +1,152 @@
+public import Foundation
+import Subprocess
+import Synchronization
+import SystemPackage
+
+/// A process a test starts, talks to and waits for.
+///
+/// Built on swift-subprocess, which waits for the child without blocking a thread. Foundation's
+/// `Process` on Linux is not used: its exit monitor can touch a `Process` that the test has
+/// already released, which crashed the test runner under load.
+public final class ChildProcess: Sendable {
+    /// How a process ended and what it wrote.
+    public struct Result: Sendable {
+        /// The exit code, or the number of the signal that ended the process.
+        public var status: Int32
+        public var stdout: String
+        public var stderr: String
+    }
+
+    /// What the process has written so far, and whether it has ended.
+    private final class Output: Sendable {
+        let state = Mutex<(stdout: String, stderr: String, ended: Bool)>(("", "", false))
+        func withLock<T>(_ body: (inout (stdout: String, stderr: String, ended: Bool)) -> T) -> T {
+            state.withLock { body(&$0) }
+        }
+    }
+
+    /// The child's process id.
+    public let processIdentifier: Int32
+    private let task: Task<Int32, any Error>
+    private let output: Output
+    private let input: AsyncStream<String>.Continuation
+
+    private init(
+        processIdentifier: Int32, task: Task<Int32, any Error>, output: Output,
+        input: AsyncStream<String>.Continuation
+    ) {
+        self.processIdentifier = processIdentifier
+        self.task = task
+        self.output = output
+        self.input = input
+    }
+
+    /// Starts `executable`. `input`, when given, is written to standard input, which is then
+    /// closed; without it standard input stays open for ``write(_:)`` until ``closeInput()``.
+    public static func start(
+        _ executable: URL, _ arguments: [String], environment: [String: String]? = nil, input: String? = nil
+    ) async throws -> ChildProcess {
+        // Writing to a child that has exited must be an error, not the end of the test process.
+        signal(SIGPIPE, SIG_IGN)
+        let output = Output()
+        let (inputs, inputContinuation) = AsyncStream<String>.makeStream()
+        if let input {
+            inputContinuation.yield(input)
+            inputContinuation.finish()
+        }
+        let (started, startedContinuation) = AsyncThrowingStream<Int32, any Error>.makeStream()
+        var variables: [Environment.Key: String] = [:]
+        for (name, value) in environment ?? ProcessInfo.processInfo.environment {
+            variables[Environment.Key(stringLiteral: name)] = value
+        }
+        let task = Task<Int32, any Error> {
+            defer { output.withLock { $0.ended = true } }
+            do {
+                let result = try await Subprocess.run(
+                    .path(FilePath(executable.path)), arguments: Arguments(arguments),
+                    environment: .custom(variables), input: .inputWriter, output: .sequence, error: .sequence
+                ) { execution in
+                    startedContinuation.yield(execution.processIdentifier.value)
+                    startedContinuation.finish()
+                    try await withThrowingTaskGroup { group in
+                        group.addTask {
+                            // A child may exit without reading its input; that is not the test's failure.
+                            for await text in inputs { _ = try? await execution.standardInputWriter.write(text) }
+                            try? await execution.standardInputWriter.finish()
+                        }
+                        group.addTask {
+                            for try await chunk in execution.standardOutput {
+                                let text = chunk.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+                                output.withLock { $0.stdout += text }
+                            }
+                        }
+                        group.addTask {
+                            for try await chunk in execution.standardError {
+                                let text = chunk.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+                                output.withLock { $0.stderr += text }
+                            }
+                        }
+                        // The output ends with the process; input may still be open then.
+                        try await group.next()
+                        try await group.next()
+                        try await group.next()
+                    }
+                }
+                switch result.terminationStatus {
+                case .exited(let code): return code
+                case .signaled(let signal): return signal
+                }
+            } catch {
+                startedContinuation.finish(throwing: error)
+                throw error
+            }
+        }
+        for try await processIdentifier in started {
+            return ChildProcess(
+                processIdentifier: processIdentifier, task: task, output: output, input: inputContinuation)
+        }
+        // Not reached: the stream ends with an id or with the launch error.
+        throw CocoaError(.executableLoad)
+    }
+
+    /// Starts `executable` and waits for it to end.
+    public static func run(
+        _ executable: URL, _ arguments: [String], environment: [String: String]? = nil, input: String? = nil
+    ) async throws -> Result {
+        try await start(executable, arguments, environment: environment, input: input).finish()
+    }
+
+    /// Writes `text` to standard input.
+    public func write(_ text: String) { input.yield(text) }
+
+    /// Closes standard input.
+    public func closeInput() { input.finish() }
+
+    /// Sends `signal` (SIGINT, SIGKILL, …) to the process.
+    public func send(signal: Int32) { _ = kill(processIdentifier, signal) }
+
+    /// Standard output so far, once `done` holds for it or the process has ended.
+    public func standardOutput(until done: (String) -> Bool) async throws -> String {
+        try await text(standardError: false, until: done)
+    }
+
+    /// Standard error so far, once `done` holds for it or the process has ended.
+    public func standardError(until done: (String) -> Bool) async throws -> String {
+        try await text(standardError: true, until: done)
+    }
+
+    private func text(standardError: Bool, until done: (String) -> Bool) async throws -> String {
+        while true {
+            let (text, ended) = output.withLock { (standardError ? $0.stderr : $0.stdout, $0.ended) }
+            if ended || done(text) { return text }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    /// Waits for the process to end (closing standard input first).
+    public func finish() async throws -> Result {
+        input.finish()
+        let status = try await task.value
+        return output.withLock { Result(status: status, stdout: $0.stdout, stderr: $0.stderr) }
+    }
+}
