@@ -1,4 +1,5 @@
 public import Foundation
+import Logging
 
 /// Which tokens to revoke.
 public enum RevocationScope: String, Sendable, Hashable, CaseIterable {
@@ -126,11 +127,23 @@ public actor Credential {
     }
 
     private func sharedRefresh(minimumValidity: TimeInterval?) async throws(ProviderError) -> Token {
-        if let refreshing { return try await refreshing.value.get() }
+        if let refreshing {
+            store.logger.trace("joining the refresh in flight", metadata: ["credential": "\(id)"])
+            return try await refreshing.value.get()
+        }
+        store.logger.debug("refreshing", metadata: ["credential": "\(id)"])
         let task = Task { await self.performRefresh(minimumValidity: minimumValidity) }
         refreshing = task
         let result = await task.value
         refreshing = nil
+        switch result {
+        case .success(let token):
+            store.logger.debug(
+                "refreshed",
+                metadata: ["credential": "\(id)", "expiresAt": "\(token.expiresAt.map { "\($0)" } ?? "never")"])
+        case .failure(let error):
+            store.logger.debug("refresh failed", metadata: ["credential": "\(id)", "error": "\(error)"])
+        }
         return try result.get()
     }
 
@@ -216,6 +229,15 @@ public actor Credential {
             // The server side is done; report that the local copy could not be updated.
             for (kind, outcome) in outcomes where outcome.isRevoked { outcomes[kind] = .failed(error) }
             removed = false
+        }
+        for (kind, outcome) in outcomes {
+            var metadata: Logger.Metadata = ["credential": "\(id)", "token": "\(kind)"]
+            switch outcome {
+            case .revoked: metadata["outcome"] = "revoked"
+            case .notPresent: metadata["outcome"] = "not present"
+            case .failed(let error): (metadata["outcome"], metadata["error"]) = ("failed", "\(error)")
+            }
+            store.logger.debug("revocation", metadata: metadata)
         }
         return RevocationResult(outcomes: outcomes, removedFromStore: removed)
     }

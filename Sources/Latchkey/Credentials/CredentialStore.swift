@@ -32,7 +32,8 @@ public actor CredentialStore {
     /// Where the credentials are kept.
     public nonisolated let storage: any CredentialStorage
     private let events = Broadcast<CredentialStoreEvent>()
-    private let logger: Logger
+    /// Where the store, its credentials, sign-outs and the outbox log.
+    nonisolated let logger: Logger
     let now: @Sendable () -> Date
     private var providers: [ProviderIdentity: any IdentityProvider] = [:]
     private var handles: [CredentialID: Credential] = [:]

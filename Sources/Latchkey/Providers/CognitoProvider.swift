@@ -277,11 +277,14 @@ public actor CognitoProvider: IdentityProvider {
         } catch {
             throw ProviderError(.invalidResponse, endpoint: kind, reason: "The request could not be encoded.")
         }
+        logger.trace("calling Cognito", metadata: ["operation": "\(operation)", "host": "\(url.host ?? "")"])
         let answer: HTTPTransportResponse
         do {
             answer = try await transport.send(request, body: data, options: configuration.requestOptions)
         } catch {
-            throw ProviderError.transport(error, endpoint: kind)
+            let failure = ProviderError.transport(error, endpoint: kind)
+            logger.debug("Cognito call failed", metadata: ["operation": "\(operation)", "error": "\(failure)"])
+            throw failure
         }
         let status = answer.response.status.code
         logger.debug("Cognito answered", metadata: ["operation": "\(operation)", "status": "\(status)"])

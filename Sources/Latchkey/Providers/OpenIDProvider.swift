@@ -361,18 +361,29 @@ public actor OpenIDProvider: IdentityProvider {
             request.headerFields[.contentType] = "application/x-www-form-urlencoded"
             body = FormEncoding.encode(fields)
         }
+        // The query is left out: an end-session URL carries the ID token there.
+        logger.trace(
+            "sending request",
+            metadata: [
+                "endpoint": "\(kind)", "method": "\(method)", "host": "\(url.host ?? "")", "path": "\(url.path)",
+                "bytes": "\(body?.count ?? 0)",
+            ])
         let answer: HTTPTransportResponse
         do {
             answer = try await transport.send(request, body: body, options: configuration.requestOptions)
         } catch {
-            logger.debug("request failed", metadata: ["endpoint": "\(kind)", "kind": "\(error.kind.rawValue)"])
-            throw ProviderError.transport(error, endpoint: kind)
+            let failure = ProviderError.transport(error, endpoint: kind)
+            logger.debug("request failed", metadata: ["endpoint": "\(kind)", "error": "\(failure)"])
+            throw failure
         }
         let status = answer.response.status.code
-        logger.debug("request answered", metadata: ["endpoint": "\(kind)", "status": "\(status)"])
+        logger.debug(
+            "request answered",
+            metadata: ["endpoint": "\(kind)", "status": "\(status)", "bytes": "\(answer.body.count)"])
         guard (200..<300).contains(status) else {
-            throw Self.failure(
-                kind, answer, secrets: secrets + [authentication?.secret].compactMap { $0 })
+            let failure = Self.failure(kind, answer, secrets: secrets + [authentication?.secret].compactMap { $0 })
+            logger.debug("request refused", metadata: ["endpoint": "\(kind)", "error": "\(failure)"])
+            throw failure
         }
         return answer
     }

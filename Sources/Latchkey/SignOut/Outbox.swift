@@ -1,4 +1,5 @@
 public import Foundation
+import Logging
 
 /// Exponential backoff with jitter for outbox retries.
 public struct OutboxBackoff: Sendable, Hashable {
@@ -103,6 +104,7 @@ extension CredentialStore {
             let expiry = entry.tokenExpiresAt ?? entry.createdAt.addingTimeInterval(options.maximumAge)
             if expiry <= date {
                 try? await storage.removeOutboxEntry(entry.id)
+                logger.debug("outbox entry dropped: its token has expired", metadata: ["entry": "\(entry.id)"])
                 report.dropped += 1
             } else if options.includeNotDue || entry.nextAttemptAt <= date {
                 due.append(entry)
@@ -149,10 +151,17 @@ extension CredentialStore {
                 updated.nextAttemptAt = now().addingTimeInterval(
                     options.backoff.delay(afterAttempts: updated.attempts, retryAfter: error.retryAfter))
                 try? await storage.updateOutboxEntry(updated)
+                logger.debug(
+                    "outbox revocation failed",
+                    metadata: [
+                        "entry": "\(entry.id)", "token": "\(entry.kind)", "attempts": "\(updated.attempts)",
+                        "nextAttemptAt": "\(updated.nextAttemptAt)", "error": "\(error)",
+                    ])
                 report.failed += 1
                 report.errors[entry.id] = error
             } else {
                 try? await storage.removeOutboxEntry(entry.id)
+                logger.debug("outbox revocation done", metadata: ["entry": "\(entry.id)", "token": "\(entry.kind)"])
                 report.revoked += 1
             }
         }

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 
 extension CredentialStore {
     /// Signs accounts out: on this device, or on every device, ending the provider session if
@@ -48,6 +49,14 @@ extension CredentialStore {
         let order = Dictionary(uniqueKeysWithValues: credentials.enumerated().map { ($1.id, $0) })
         outcomes.sort { order[$0.account, default: 0] < order[$1.account, default: 0] }
         let steps = outcomes.flatMap(\.steps)
+        for step in steps {
+            var metadata: Logger.Metadata = [
+                "credential": "\(step.account)", "step": "\(step.kind)", "status": "\(step.status.rawValue)",
+            ]
+            if let reason = step.reason { metadata["reason"] = "\(reason)" }
+            if let error = step.error { metadata["error"] = "\(error)" }
+            logger.debug("sign-out step", metadata: metadata)
+        }
         if let failure = outcomes.compactMap(\.failure).first { return .failed(failure, steps) }
         let incomplete = steps.contains { $0.status == .failed || $0.status == .queued }
         return incomplete ? .partial(steps) : .complete(steps)
