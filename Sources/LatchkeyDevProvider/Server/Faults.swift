@@ -89,6 +89,8 @@ public final class DevProviderFaults: Sendable {
         var everywhere: DevProviderFault?
         var offline = false
         var counters: [String: Int] = [:]
+        var inFlight: [DevProviderEndpoint: Int] = [:]
+        var peaks: [DevProviderEndpoint: Int] = [:]
     }
 
     private let state = Mutex(State())
@@ -131,8 +133,27 @@ public final class DevProviderFaults: Sendable {
     /// The number of requests `endpoint` received.
     public func count(_ endpoint: DevProviderEndpoint) -> Int { count(endpoint.rawValue) }
 
-    /// Sets every counter back to zero.
-    public func resetCounters() { state.withLock { $0.counters = [:] } }
+    /// The most requests `endpoint` was serving at the same moment, since the start or the
+    /// last reset: how a test sees that a client works in parallel without timing it.
+    public func peakConcurrency(_ endpoint: DevProviderEndpoint) -> Int {
+        state.withLock { $0.peaks[endpoint, default: 0] }
+    }
+
+    /// Sets every counter, and every peak concurrency, back to zero.
+    public func resetCounters() {
+        state.withLock { state in
+            state.counters = [:]
+            state.peaks = [:]
+        }
+    }
+
+    /// Marks a request to `endpoint` as being served (`started`) or done.
+    func serving(_ endpoint: DevProviderEndpoint, started: Bool) {
+        state.withLock { state in
+            state.inFlight[endpoint, default: 0] += started ? 1 : -1
+            state.peaks[endpoint] = max(state.peaks[endpoint, default: 0], state.inFlight[endpoint, default: 0])
+        }
+    }
 
     func increment(_ name: String) { state.withLock { $0.counters[name, default: 0] += 1 } }
 
@@ -170,6 +191,8 @@ struct FaultMiddleware: RouterMiddleware {
         guard let endpoint = DevProviderEndpoint(path: request.uri.path) else {
             return try await next(request, context)
         }
+        faults.serving(endpoint, started: true)
+        defer { faults.serving(endpoint, started: false) }
         let (offline, fault) = faults.take(endpoint)
         if offline { throw dropped(context) }
         guard let fault else { return try await next(request, context) }
