@@ -110,11 +110,14 @@ let package = Package(
             path: "Tests/StoreWorker",
             swiftSettings: strictSettings
         ),
-        // What several test targets share: child processes, the built executables, signing keys.
+        // What several test targets share: child processes, the built executables, signing keys,
+        // and the trace pass's log check.
         .target(
             name: "LatchkeyTestSupport",
             dependencies: [
-                "LatchkeyDevProvider",
+                "Latchkey", "LatchkeyDevProvider",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],

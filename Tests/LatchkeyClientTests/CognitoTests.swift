@@ -1,6 +1,7 @@
 import Foundation
 import Latchkey
 import LatchkeyHTTP
+import LatchkeyTestSupport
 import Testing
 
 /// The moto Cognito emulator `scripts/providers/cognito start` left running, if any.
@@ -38,7 +39,7 @@ enum Moto {
                 endpoint: URL(string: endpoint ?? environment.endpoint),
                 hostedUIDomain: URL(string: "https://latchkey-tests.auth.us-east-1.amazoncognito.com"),
                 logoutURI: URL(string: "http://127.0.0.1:8765/logged-out")),
-            transport: transport)
+            transport: transport, logger: TraceLog.logger("cognito"))
     }
 }
 
@@ -47,7 +48,7 @@ struct CognitoTests {
     let password = ["alice": "Alice-password-1", "bob": "Bob-password-1"]
 
     func device(_ provider: CognitoProvider) async -> CredentialStore {
-        let store = CredentialStore.inMemory()
+        let store = CredentialStore(storage: InMemoryCredentialStorage(), logger: TraceLog.logger("store"))
         await store.register(provider)
         return store
     }

@@ -3,6 +3,7 @@ import HTTPTypes
 import Latchkey
 import LatchkeyDevProvider
 import LatchkeyHTTP
+import LatchkeyTestSupport
 import Synchronization
 import Testing
 
@@ -203,10 +204,10 @@ struct DevProviderClientTests {
             // Only the slow request gets the short timeout: on a loaded machine an ordinary
             // request may take longer than a second, and that is not what this test is about.
             var configuration = harness.provider.configuration
-            configuration.requestOptions.timeout = .seconds(2)
+            configuration.requestOptions.timeout = TestTiming.scaled(.seconds(2))
             let impatient = OpenIDProvider(configuration: configuration, transport: transport)
             _ = try await impatient.metadata()
-            dev.faults.set(.latency(milliseconds: 6_000), for: .token)
+            dev.faults.set(.latency(milliseconds: TestTiming.scaled(milliseconds: 6_000)), for: .token)
             let slow = await #expect(throws: ProviderError.self) {
                 _ = try await impatient.passwordToken(username: "alice", password: "alice-password")
             }

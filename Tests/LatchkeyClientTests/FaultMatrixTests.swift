@@ -55,9 +55,12 @@ struct FaultMatrixTests {
         let clock = ManualClock()
         let dev = try await DevProvider.start(signingKeys: SharedSigningKeys.get(), now: { clock.now })
         defer { Task { await dev.stop() } }
-        let store = CredentialStore(storage: InMemoryCredentialStorage(), now: { clock.now })
+        let store = CredentialStore(
+            storage: InMemoryCredentialStorage(), logger: TraceLog.logger("store"), now: { clock.now })
         // Only the faulty client has a short timeout: setting up on a loaded machine must not time out.
-        func provider(refusing: Bool, timeout: Duration = .seconds(30)) -> OpenIDProvider {
+        func provider(
+            refusing: Bool, timeout: Duration = .seconds(30), metadata: ProviderMetadata? = nil
+        ) -> OpenIDProvider {
             var configuration = OpenIDProviderConfiguration(
                 issuer: dev.issuer, clientID: "latchkey-cli",
                 scopes: ["openid", "profile", "email", "offline_access", "device_sso"],
@@ -66,17 +69,22 @@ struct FaultMatrixTests {
                 // Connection refused: the endpoint points at a port nothing listens on.
                 configuration.endpoints[testCase.step.kind] = URL(string: "http://127.0.0.1:9/refused")
             }
-            return OpenIDProvider(configuration: configuration, transport: transport, now: { clock.now })
+            return OpenIDProvider(
+                configuration: configuration, transport: transport, metadata: metadata,
+                logger: TraceLog.logger("provider"), now: { clock.now })
         }
         let healthy = provider(refusing: false)
         let credential = try await healthy.signIn(.password(username: "alice", password: "alice-password"), into: store)
         let token = try await credential.token
-        let faulty = provider(refusing: testCase.fault == .refused, timeout: .seconds(2))
-        _ = try await faulty.metadata()
+        // The faulty client gets the metadata handed over: its short timeout is for the fault only.
+        let faulty = provider(
+            refusing: testCase.fault == .refused, timeout: TestTiming.scaled(.seconds(2)),
+            metadata: try await healthy.metadata())
         await store.register(faulty)
         switch testCase.fault {
         case .unavailable: dev.faults.set(.status(503, retryAfter: 1), for: testCase.step.endpoint)
-        case .timeout: dev.faults.set(.latency(milliseconds: 5_000), for: testCase.step.endpoint)
+        case .timeout:
+            dev.faults.set(.latency(milliseconds: TestTiming.scaled(milliseconds: 5_000)), for: testCase.step.endpoint)
         case .refused: break
         case .dropped: dev.faults.set(.dropConnection, for: testCase.step.endpoint)
         case .malformed: dev.faults.set(.malformedBody, for: testCase.step.endpoint)

@@ -114,4 +114,17 @@ struct SecretsTests {
             }
         }
     }
+
+    /// The trace pass (`LATCHKEY_TEST_TRACE=1`) runs the whole suite with this check on every
+    /// log line; here is proof that the check finds what it looks for.
+    @Test("the trace pass's check finds a token it has seen, and nothing else")
+    func traceCheck() {
+        let token = "tok-" + UUID().uuidString + UUID().uuidString
+        #expect(TraceLog.leaks(in: "debug store: refreshed \(token)").isEmpty, "not seen yet")
+        TraceLog.register(secret: token)
+        #expect(TraceLog.leaks(in: "debug store: refreshed [error: \(token)]") == [token])
+        #expect(TraceLog.leaks(in: "debug store: refreshed [credential: 1234]").isEmpty)
+        TraceLog.register(secret: "at-alice")
+        #expect(TraceLog.leaks(in: "at-alice").isEmpty, "fixture-sized values would match ordinary words")
+    }
 }

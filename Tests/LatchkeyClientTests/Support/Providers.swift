@@ -9,8 +9,8 @@ import NIOHTTP1
 import Synchronization
 import Testing
 
-/// The transport every client test uses.
-let transport = AsyncHTTPClientTransport.shared
+/// The transport every client test uses (learning the tokens it carries in the trace pass).
+let transport = TraceLog.watching(AsyncHTTPClientTransport.shared)
 
 /// Whether a suite whose outside provider is missing must fail instead of being skipped
 /// (the README's test command and CI set it).
@@ -99,7 +99,7 @@ func makeHarness(
     now: (@Sendable () -> Date)? = nil,
     tweak: (inout OpenIDProviderConfiguration) -> Void = { _ in }
 ) async throws -> Harness {
-    let store = CredentialStore.inMemory()
+    let store = CredentialStore(storage: InMemoryCredentialStorage(), logger: TraceLog.logger("store"))
     let clock = now ?? { Date() }
     switch kind {
     case .dev:
@@ -115,7 +115,9 @@ func makeHarness(
                 authentication: .basic(secret: "latchkey-confidential-secret")),
             transport: transport)
         return Harness(
-            kind: kind, provider: OpenIDProvider(configuration: configuration, transport: transport, now: clock),
+            kind: kind,
+            provider: OpenIDProvider(
+                configuration: configuration, transport: transport, logger: TraceLog.logger("provider"), now: clock),
             store: store, dev: dev, glewlwyd: nil, inspector: inspector)
     case .glewlwyd:
         let environment = try Glewlwyd.require()
@@ -133,7 +135,9 @@ func makeHarness(
                 authentication: .post(secret: environment.clientSecret)),
             transport: transport)
         return Harness(
-            kind: kind, provider: OpenIDProvider(configuration: configuration, transport: transport, now: clock),
+            kind: kind,
+            provider: OpenIDProvider(
+                configuration: configuration, transport: transport, logger: TraceLog.logger("provider"), now: clock),
             store: store, dev: nil, glewlwyd: environment, inspector: inspector)
     }
 }

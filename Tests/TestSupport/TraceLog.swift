@@ -1,0 +1,123 @@
+import Foundation
+import HTTPTypes
+public import Latchkey
+public import Logging
+import Synchronization
+import Testing
+
+/// The trace pass: the whole suite once more with every Latchkey component logging at trace
+/// level, and every log line checked for token values.
+///
+/// `LATCHKEY_TEST_TRACE=1` turns it on (`scripts/test` runs the suite a second time so). Then
+/// ``logger(_:)`` gives a trace-level logger whose lines are checked as they are written, and
+/// ``watching(_:)`` wraps the transport so that every token a provider hands out (in an OAuth
+/// token response or a Cognito `AuthenticationResult`) is known to the check. A line that holds
+/// one is recorded as an issue of the running test. Latchkey logs the description of the errors
+/// it throws, so error descriptions pass through the same check. When the process ends,
+/// `LATCHKEY_TEST_TRACE_REPORT` (if set) receives how many lines and tokens were seen, so the
+/// script can refuse a pass that logged nothing.
+public enum TraceLog {
+    /// Whether this run is the trace pass.
+    public static let isEnabled = ProcessInfo.processInfo.environment["LATCHKEY_TEST_TRACE"] == "1"
+
+    private struct State {
+        var secrets: Set<String> = []
+        var lines = 0
+        var leaks: [String] = []
+    }
+
+    private static let state: Mutex<State> = {
+        if isEnabled { atexit { TraceLog.writeReport() } }
+        return Mutex(State())
+    }()
+
+    /// A logger for a Latchkey component: trace level and checked in the trace pass, nil (the
+    /// component's silent default) otherwise.
+    public static func logger(_ label: String) -> Logger? {
+        guard isEnabled else { return nil }
+        var logger = Logger(label: label) { label in Handler(label: label) }
+        logger.logLevel = .trace
+        return logger
+    }
+
+    /// `transport`, made to learn the tokens in the answers it carries in the trace pass.
+    public static func watching(_ transport: any HTTPTransport) -> any HTTPTransport {
+        isEnabled ? WatchingTransport(base: transport) : transport
+    }
+
+    /// Adds `value` to the secrets no line may hold. Short values (test fixtures such as
+    /// `at-alice`) are left out: they would match ordinary words.
+    public static func register(secret value: String) {
+        guard value.utf8.count >= 16 else { return }
+        state.withLock { _ = $0.secrets.insert(value) }
+    }
+
+    /// The known secrets `line` holds.
+    public static func leaks(in line: String) -> [String] {
+        state.withLock { state in state.secrets.filter { line.contains($0) } }
+    }
+
+    /// Counts `line`, and returns the secrets it leaks.
+    static func check(_ line: String) -> [String] {
+        state.withLock { state in
+            state.lines += 1
+            let found = state.secrets.filter { line.contains($0) }
+            if !found.isEmpty { state.leaks.append(line) }
+            return Array(found)
+        }
+    }
+
+    private static func writeReport() {
+        guard let path = ProcessInfo.processInfo.environment["LATCHKEY_TEST_TRACE_REPORT"] else { return }
+        let report = state.withLock { "lines \($0.lines)\nsecrets \($0.secrets.count)\nleaks \($0.leaks.count)\n" }
+        try? Data(report.utf8).write(to: URL(fileURLWithPath: path))
+    }
+
+    /// Writes nowhere; checks every line.
+    struct Handler: LogHandler {
+        let label: String
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+
+        func log(event: LogEvent) {
+            let all = metadata.merging(event.metadata ?? [:]) { _, new in new }
+            let line = "\(event.level) \(label): \(event.message) \(all) \(event.source) \(event.function)"
+            let leaked = TraceLog.check(line)
+            if !leaked.isEmpty {
+                // The value itself stays out of the report, which is a log of its own.
+                Issue.record("A token value reached a log line of \(label): \(event.message)")
+            }
+        }
+    }
+
+    /// Forwards to the real transport and learns every token in the answers.
+    struct WatchingTransport: HTTPTransport {
+        let base: any HTTPTransport
+
+        func send(_ request: HTTPRequest, body: Data?, options: HTTPTransportOptions) async throws(TransportError)
+            -> HTTPTransportResponse
+        {
+            let response = try await base.send(request, body: body, options: options)
+            if let object = try? JSONSerialization.jsonObject(with: response.body) as? [String: Any] {
+                learn(object)
+            }
+            return response
+        }
+
+        private func learn(_ object: [String: Any]) {
+            let names: Set<String> = [
+                "access_token", "refresh_token", "id_token", "device_secret", "device_code",
+                "AccessToken", "RefreshToken", "IdToken",
+            ]
+            for (name, value) in object {
+                if names.contains(name), let text = value as? String { TraceLog.register(secret: text) }
+                if let nested = value as? [String: Any] { learn(nested) }
+            }
+        }
+    }
+}
