@@ -11,33 +11,13 @@ import Testing
 /// no token value may appear in any of it.
 @Suite("Secrets stay out of logs and errors")
 struct SecretsTests {
-    /// A log handler that keeps every line, with its metadata.
+    /// Keeps every log line, with its metadata.
     final class Capture: Sendable {
         private let lines = Mutex<[String]>([])
         var all: [String] { lines.withLock { $0 } }
-        func append(_ line: String) { lines.withLock { $0.append(line) } }
 
         func logger(_ label: String) -> Logger {
-            var logger = Logger(label: label) { label in Handler(label: label, capture: self) }
-            logger.logLevel = .trace
-            return logger
-        }
-
-        struct Handler: LogHandler {
-            let label: String
-            let capture: Capture
-            var metadata: Logger.Metadata = [:]
-            var logLevel: Logger.Level = .trace
-
-            subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-                get { metadata[key] }
-                set { metadata[key] = newValue }
-            }
-
-            func log(event: LogEvent) {
-                let all = metadata.merging(event.metadata ?? [:]) { _, new in new }
-                capture.append("\(event.level) \(label): \(event.message) \(all)")
-            }
+            LineLogHandler.logger(label) { line, _ in self.lines.withLock { $0.append(line) } }
         }
     }
 

@@ -35,9 +35,12 @@ public enum TraceLog {
     /// component's silent default) otherwise.
     public static func logger(_ label: String) -> Logger? {
         guard isEnabled else { return nil }
-        var logger = Logger(label: label) { label in Handler(label: label) }
-        logger.logLevel = .trace
-        return logger
+        return LineLogHandler.logger(label) { line, message in
+            if !TraceLog.check(line).isEmpty {
+                // The value itself stays out of the report, which is a log of its own.
+                Issue.record("A token value reached a log line of \(label): \(message)")
+            }
+        }
     }
 
     /// `transport`, made to learn the tokens in the answers it carries in the trace pass.
@@ -73,28 +76,6 @@ public enum TraceLog {
         try? Data(report.utf8).write(to: URL(fileURLWithPath: path))
     }
 
-    /// Writes nowhere; checks every line.
-    struct Handler: LogHandler {
-        let label: String
-        var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .trace
-
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-
-        func log(event: LogEvent) {
-            let all = metadata.merging(event.metadata ?? [:]) { _, new in new }
-            let line = "\(event.level) \(label): \(event.message) \(all) \(event.source) \(event.function)"
-            let leaked = TraceLog.check(line)
-            if !leaked.isEmpty {
-                // The value itself stays out of the report, which is a log of its own.
-                Issue.record("A token value reached a log line of \(label): \(event.message)")
-            }
-        }
-    }
-
     /// Forwards to the real transport and learns every token in the answers.
     struct WatchingTransport: HTTPTransport {
         let base: any HTTPTransport
@@ -119,5 +100,37 @@ public enum TraceLog {
                 if let nested = value as? [String: Any] { learn(nested) }
             }
         }
+    }
+}
+
+/// A log handler that hands every event, as one line with its metadata, to `sink`.
+public struct LineLogHandler: LogHandler {
+    public let label: String
+    public var metadata: Logger.Metadata = [:]
+    public var logLevel: Logger.Level = .trace
+    private let sink: @Sendable (_ line: String, _ message: Logger.Message) -> Void
+
+    /// A trace-level logger whose lines go to `sink`.
+    public static func logger(
+        _ label: String, sink: @escaping @Sendable (_ line: String, _ message: Logger.Message) -> Void
+    ) -> Logger {
+        var logger = Logger(label: label) { label in LineLogHandler(label: label, sink: sink) }
+        logger.logLevel = .trace
+        return logger
+    }
+
+    init(label: String, sink: @escaping @Sendable (String, Logger.Message) -> Void) {
+        self.label = label
+        self.sink = sink
+    }
+
+    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    public func log(event: LogEvent) {
+        let all = metadata.merging(event.metadata ?? [:]) { _, new in new }
+        sink("\(event.level) \(label): \(event.message) \(all) \(event.source) \(event.function)", event.message)
     }
 }

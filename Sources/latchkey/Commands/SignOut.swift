@@ -86,7 +86,7 @@ struct SignOut: AsyncParsableCommand {
             global: isGlobal, endProviderSession: endSession, revokeTokens: true,
             policy: SignOutPolicy(rawValue: policy) ?? .alwaysLocal)
         let result = await session.store.signOut(scope, options: options)
-        print(result)
+        show(result)
         switch result {
         case .complete: return
         case .partial: throw ExitCode(ExitStatus.partial.rawValue)
@@ -94,7 +94,7 @@ struct SignOut: AsyncParsableCommand {
         }
     }
 
-    private func print(_ result: SignOutResult) {
+    private func show(_ result: SignOutResult) {
         let outcome: String
         switch result {
         case .complete: outcome = "complete"
