@@ -127,6 +127,12 @@ public final class DevProvider: Sendable {
         try await state.keys.rotate(now: await state.currentDate)
     }
 
+    /// Sets the lifetime of the access tokens issued from now on, in seconds: a test signs in
+    /// with tokens that expire at once, then lets the refresh bring long-lived ones.
+    public func setAccessTokenLifetime(_ seconds: Int) async {
+        await state.setAccessTokenLifetime(seconds)
+    }
+
     /// The URL of one of the provider's endpoints.
     public func url(_ endpoint: DevProviderEndpoint) -> URL {
         issuer.appendingPathComponent(String(endpoint.path.dropFirst()))
@@ -172,8 +178,8 @@ func buildRouter(state: ProviderState, faults: DevProviderFaults, configuration:
     AdminEndpoints(faults: faults, rotate: { try await state.keys.rotate(now: await state.currentDate) })
         .register(on: router)
     let routes = router.group().add(middleware: FaultMiddleware(faults: faults))
-    routes.get(RouterPath(DevProviderEndpoint.discovery.path), use: endpoints.discovery)
-    routes.get(RouterPath(DevProviderEndpoint.metadata.path), use: endpoints.discovery)
+    routes.get(RouterPath(DevProviderEndpoint.discovery.path), use: endpoints.openIDConfiguration)
+    routes.get(RouterPath(DevProviderEndpoint.metadata.path), use: endpoints.authorizationServerMetadata)
     routes.get(RouterPath(DevProviderEndpoint.jwks.path), use: endpoints.jwks)
     routes.on(RouterPath(DevProviderEndpoint.authorization.path), method: .get, use: endpoints.authorize)
     routes.on(RouterPath(DevProviderEndpoint.authorization.path), method: .post, use: endpoints.authorize)

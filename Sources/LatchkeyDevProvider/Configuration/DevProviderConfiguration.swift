@@ -100,6 +100,15 @@ public struct DevProviderConfiguration: Sendable, Codable, Hashable {
     public var deviceCodeLifetime: Int
     /// How long a rotated-out signing key stays in the JWKS, in seconds.
     public var keyGracePeriod: Int
+    /// Discovery keys left out of the OpenID configuration but kept in the RFC 8414
+    /// authorization-server metadata, as some providers publish them (for example
+    /// `["revocation_endpoint", "introspection_endpoint"]`). None by default.
+    public var omittedFromOpenIDConfiguration: [String]
+    /// Whether the password grant returns an ID token (on by default; many providers' does not).
+    public var passwordGrantIssuesIDToken: Bool
+    /// Whether a rotated-out refresh token that comes back revokes its whole grant, as RFC 9700
+    /// §4.14.2 advises (on by default). Off, the replay is only refused with `invalid_grant`.
+    public var revokesGrantOnRefreshReplay: Bool
 
     /// Creates a configuration.
     public init(
@@ -112,7 +121,10 @@ public struct DevProviderConfiguration: Sendable, Codable, Hashable {
         rotateRefreshTokens: Bool = true,
         devicePollingInterval: Int = 5,
         deviceCodeLifetime: Int = 600,
-        keyGracePeriod: Int = 3_600
+        keyGracePeriod: Int = 3_600,
+        omittedFromOpenIDConfiguration: [String] = [],
+        passwordGrantIssuesIDToken: Bool = true,
+        revokesGrantOnRefreshReplay: Bool = true
     ) {
         self.users = users
         self.clients = clients
@@ -124,6 +136,9 @@ public struct DevProviderConfiguration: Sendable, Codable, Hashable {
         self.devicePollingInterval = devicePollingInterval
         self.deviceCodeLifetime = deviceCodeLifetime
         self.keyGracePeriod = keyGracePeriod
+        self.omittedFromOpenIDConfiguration = omittedFromOpenIDConfiguration
+        self.passwordGrantIssuesIDToken = passwordGrantIssuesIDToken
+        self.revokesGrantOnRefreshReplay = revokesGrantOnRefreshReplay
     }
 
     /// The default users and clients.
@@ -173,6 +188,12 @@ public struct DevProviderConfiguration: Sendable, Codable, Hashable {
         devicePollingInterval = try value(.devicePollingInterval, defaults.devicePollingInterval)
         deviceCodeLifetime = try value(.deviceCodeLifetime, defaults.deviceCodeLifetime)
         keyGracePeriod = try value(.keyGracePeriod, defaults.keyGracePeriod)
+        omittedFromOpenIDConfiguration =
+            try container.decodeIfPresent([String].self, forKey: .omittedFromOpenIDConfiguration) ?? []
+        passwordGrantIssuesIDToken =
+            try container.decodeIfPresent(Bool.self, forKey: .passwordGrantIssuesIDToken) ?? true
+        revokesGrantOnRefreshReplay =
+            try container.decodeIfPresent(Bool.self, forKey: .revokesGrantOnRefreshReplay) ?? true
     }
 
     func user(named username: String) -> User? { users.first { $0.username == username } }

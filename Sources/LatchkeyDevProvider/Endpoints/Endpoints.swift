@@ -14,7 +14,17 @@ struct Endpoints: Sendable {
 
     // MARK: Discovery (OpenID Connect Discovery 1.0, RFC 8414)
 
-    func discovery(_ request: Request, _ context: ProviderContext) async throws -> Response {
+    /// The OpenID configuration: the metadata, less what the configuration leaves out of it.
+    func openIDConfiguration(_ request: Request, _ context: ProviderContext) async throws -> Response {
+        try await discovery(omitting: configuration.omittedFromOpenIDConfiguration)
+    }
+
+    /// The RFC 8414 authorization-server metadata: all of it.
+    func authorizationServerMetadata(_ request: Request, _ context: ProviderContext) async throws -> Response {
+        try await discovery(omitting: [])
+    }
+
+    private func discovery(omitting omitted: [String]) async throws -> Response {
         let issuer = await state.issuer
         func url(_ endpoint: DevProviderEndpoint) -> String { issuer + endpoint.path }
         let metadata: [String: Any] = [
@@ -46,7 +56,7 @@ struct Endpoints: Sendable {
             "frontchannel_logout_supported": false,
             "backchannel_logout_supported": false,
         ]
-        var response = Reply.json(metadata)
+        var response = Reply.json(metadata.filter { !omitted.contains($0.key) })
         response.headers[.cacheControl] = "public, max-age=60"
         return response
     }

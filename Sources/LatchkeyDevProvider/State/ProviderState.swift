@@ -78,6 +78,8 @@ actor ProviderState {
 
     let configuration: DevProviderConfiguration
     let keys: SigningKeys
+    /// The lifetime of new access tokens, in seconds (the configuration's, until a test sets another).
+    private var accessTokenLifetime: Int
     private(set) var issuer = ""
     private let now: @Sendable () -> Date
 
@@ -98,10 +100,13 @@ actor ProviderState {
     ) async throws {
         self.configuration = configuration
         self.now = now
+        accessTokenLifetime = configuration.accessTokenLifetime
         keys = try await SigningKeys(gracePeriod: TimeInterval(configuration.keyGracePeriod), initial: signingKeys)
     }
 
     func setIssuer(_ issuer: String) { self.issuer = issuer }
+
+    func setAccessTokenLifetime(_ seconds: Int) { accessTokenLifetime = seconds }
 
     var currentDate: Date { now() }
 
@@ -195,7 +200,8 @@ actor ProviderState {
         }
         let sid = startSession(username: user.username)
         let grantID = newGrant(clientID: client.clientID, username: user.username, scopes: scopes, sid: sid)
-        return try await issueTokens(grantID: grantID, nonce: nil, newDeviceSecret: true)
+        return try await issueTokens(
+            grantID: grantID, nonce: nil, newDeviceSecret: true, idToken: configuration.passwordGrantIssuesIDToken)
     }
 
     func refresh(_ refreshToken: String, client: DevProviderConfiguration.Client, scopes requested: [String]?)
@@ -206,6 +212,9 @@ actor ProviderState {
         else { throw OAuthFailure.invalidGrant("The refresh token is not valid.") }
         if record.retired {
             // A rotated-out refresh token came back: someone holds a copy. Revoke the grant.
+            guard configuration.revokesGrantOnRefreshReplay else {
+                throw OAuthFailure.invalidGrant("The refresh token was already used.")
+            }
             revokeGrant(grant.id)
             throw OAuthFailure.invalidGrant("The refresh token was already used; the grant is revoked.")
         }
@@ -238,15 +247,15 @@ actor ProviderState {
 
     /// Mints the tokens of a grant. State is recorded before signing (a suspension point), so a
     /// revocation that arrives meanwhile already covers them.
-    private func issueTokens(grantID: String, nonce: String?, newDeviceSecret: Bool, keepRefreshToken: String? = nil)
-        async throws -> TokenAnswer
-    {
+    private func issueTokens(
+        grantID: String, nonce: String?, newDeviceSecret: Bool, keepRefreshToken: String? = nil, idToken: Bool = true
+    ) async throws -> TokenAnswer {
         guard let grant = grants[grantID], let user = configuration.user(named: grant.username),
             let session = sessions[grant.sid], let client = configuration.client(grant.clientID)
         else { throw OAuthFailure.invalidGrant("The grant is not valid.") }
         let issued = now()
         let jti = Self.randomToken(bytes: 12)
-        let lifetime = configuration.accessTokenLifetime
+        let lifetime = accessTokenLifetime
         accessTokens[jti] = AccessRecord(
             grantID: grantID, expiresAt: issued.addingTimeInterval(TimeInterval(lifetime)), issuedAt: issued)
         var answer: TokenAnswer = [
@@ -284,7 +293,7 @@ actor ProviderState {
         let accessToken = try await keys.sign(ClaimSet(accessClaims), algorithm: "RS256", type: "at+jwt")
         accessTokenIDs[accessToken] = jti
         answer["access_token"] = .string(accessToken)
-        if grant.scopes.contains("openid") {
+        if idToken && grant.scopes.contains("openid") {
             var claims = idClaims(
                 user: user, session: session, clientID: client.clientID, scopes: grant.scopes, issued: issued)
             if let nonce { claims["nonce"] = .string(nonce) }
