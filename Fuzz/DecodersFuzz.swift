@@ -8,7 +8,9 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     // Token responses: must either decode or throw a typed error, never crash.
     if let response = try? TokenResponse(decoding: data) {
         _ = response.description
-        _ = Token(response: response, issuedAt: Date(), provider: ProviderIdentity(issuer: "https://i.example", clientID: "c"))
+        _ = Token(
+            response: response, issuedAt: Date(), provider: ProviderIdentity(issuer: "https://i.example", clientID: "c")
+        )
     }
     // JWT claims: the same bytes as a compact JWS, and as its payload.
     let text = String(decoding: data, as: UTF8.self)

@@ -4,6 +4,7 @@
 // the debug build; jwt-kit and swift-crypto are not coverage-instrumented, so this finds crashes
 // (traps, force unwraps, bad preconditions) rather than exploring their branches.
 import Foundation
+
 @testable import JWTKit
 
 @_cdecl("LLVMFuzzerTestOneInput")

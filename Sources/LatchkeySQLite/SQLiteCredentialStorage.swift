@@ -32,7 +32,7 @@ public final class SQLiteCredentialStorage: CredentialStorage {
     public let keyPath: String?
     private let pool: DatabaseQueue
     private let sealer: Sealer
-    private let logger: Logger
+    let logger: Logger
 
     /// Opens the store at `path`, creating it (and its folder and key file) when it is missing.
     ///
@@ -70,8 +70,13 @@ public final class SQLiteCredentialStorage: CredentialStorage {
         // on every open: a damaged database must be reported before anything writes to it.
         // synchronous = NORMAL is SQLite's advice for WAL: a commit survives a crash of the
         // process; only a power loss may undo the last commits (never corrupting the file).
+        // WAL is stored in the file, so only the first opener switches to it. The switch needs an
+        // exclusive lock that SQLite refuses at once (SQLITE_BUSY, no busy timeout) while another
+        // process converts or writes the same new file: ``open(path:key:logger:)`` tries again.
         configuration.prepareDatabase { db in
-            _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL")
+            if try String.fetchOne(db, sql: "PRAGMA journal_mode") != "wal" {
+                _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL")
+            }
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
         }
         let keyPath = self.keyPath
@@ -143,11 +148,14 @@ public final class SQLiteCredentialStorage: CredentialStorage {
             try db.execute(
                 sql: """
                     UPDATE credential SET subject = ?, username = ?, email = ?, issuer = ?, metadata = ?,
-                        sealed_token = ?, created_at = ?, updated_at = ?
-                    WHERE id = ?
+                        sealed_token = ?, created_at = ?, updated_at = ?, version = version + 1
+                    WHERE id = ? AND version = ?
                     """,
-                arguments: row.arguments)
-            guard db.changesCount == 1 else { throw StorageError.credentialNotFound(credential.id) }
+                arguments: row.arguments + [credential.version])
+            guard db.changesCount == 0 else { return }
+            guard try Bool.fetchOne(db, sql: "SELECT 1 FROM credential WHERE id = ?", arguments: [row.id]) != nil
+            else { throw StorageError.credentialNotFound(credential.id) }
+            throw StorageError.versionConflict(credential.id)
         }
     }
 
@@ -294,7 +302,7 @@ public final class SQLiteCredentialStorage: CredentialStorage {
 
     // MARK: Rows
 
-    private static let columns = "id, metadata, sealed_token, created_at, updated_at"
+    private static let columns = "id, metadata, sealed_token, created_at, updated_at, version"
 
     /// The column values of one credential, with its token sealed.
     private struct EncodedRow: Sendable {
@@ -352,7 +360,8 @@ public final class SQLiteCredentialStorage: CredentialStorage {
         return StoredCredential(
             id: id, token: token, metadata: metadata,
             createdAt: Date(timeIntervalSinceReferenceDate: try row.decode(Double.self, atIndex: 3)),
-            updatedAt: Date(timeIntervalSinceReferenceDate: try row.decode(Double.self, atIndex: 4)))
+            updatedAt: Date(timeIntervalSinceReferenceDate: try row.decode(Double.self, atIndex: 4)),
+            version: try row.decode(Int.self, atIndex: 5))
     }
 
     private static func sealContext(_ id: CredentialID) -> String { "latchkey.credential:\(id.rawValue)" }
@@ -371,8 +380,7 @@ public final class SQLiteCredentialStorage: CredentialStorage {
 
     /// Runs `body` in one `IMMEDIATE` transaction, so a write never fails on a stale snapshot
     /// when another process wrote in between.
-    private func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(StorageError) -> T
-    {
+    func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(StorageError) -> T {
         do {
             return try await pool.writeWithoutTransaction { db in
                 var result: T?
@@ -409,11 +417,52 @@ public final class SQLiteCredentialStorage: CredentialStorage {
                 reason:
                     "The credential database cannot be opened for reading and writing (SQLite error \(error.resultCode.rawValue)).",
                 underlying: error)
+        case .SQLITE_BUSY, .SQLITE_LOCKED, .SQLITE_FULL, .SQLITE_IOERR, .SQLITE_NOMEM, .SQLITE_INTERRUPT:
+            return StorageError(
+                .databaseFailure, path: path,
+                reason:
+                    "The credential database is busy, full or failed to read or write (SQLite error \(error.resultCode.rawValue)); trying again later may help.",
+                underlying: error, retryable: true)
         default:
             return StorageError(
                 .databaseFailure, path: path,
                 reason: "The credential database failed (SQLite error \(error.resultCode.rawValue)).", underlying: error
             )
+        }
+    }
+}
+
+extension SQLiteCredentialStorage {
+    /// Opens the store at `path` as ``init(path:key:logger:)`` does, on a thread of its own
+    /// rather than the cooperative pool (opening does file I/O and migrations), and tries again
+    /// for up to `busyTimeout` when another process holds a lock SQLite will not wait for (two
+    /// processes creating the same new store, say).
+    public static func open(
+        path: String, key: KeySource = .keyFileBesideDatabase, logger: Logger? = nil,
+        busyTimeout: Duration = .seconds(30)
+    ) async throws(StorageError) -> SQLiteCredentialStorage {
+        let deadline = ContinuousClock.now + busyTimeout
+        var delay = Duration.milliseconds(10)
+        while true {
+            let result = await withCheckedContinuation { continuation in
+                DispatchQueue.global().async {
+                    continuation.resume(
+                        returning: Result { () throws(StorageError) in
+                            try SQLiteCredentialStorage(path: path, key: key, logger: logger)
+                        })
+                }
+            }
+            switch result {
+            case .success(let storage):
+                return storage
+            case .failure(let error):
+                let busy = (error.underlying as? DatabaseError)?.resultCode == .SQLITE_BUSY
+                guard busy, ContinuousClock.now + delay < deadline else { throw error }
+                (logger ?? .disabled("latchkey.sqlite")).debug(
+                    "the new store is busy; opening again", metadata: ["path": "\(path)"])
+                try? await Task.sleep(for: delay)
+                delay = min(delay * 2, .milliseconds(200))
+            }
         }
     }
 }
@@ -429,6 +478,7 @@ extension CredentialStore {
         key: SQLiteCredentialStorage.KeySource = .keyFileBesideDatabase,
         logger: Logger? = nil
     ) async throws(StorageError) -> CredentialStore {
-        CredentialStore(storage: try SQLiteCredentialStorage(path: path, key: key, logger: logger), logger: logger)
+        CredentialStore(
+            storage: try await SQLiteCredentialStorage.open(path: path, key: key, logger: logger), logger: logger)
     }
 }

@@ -54,6 +54,22 @@ enum Schema {
                     CREATE INDEX outbox_next_attempt ON outbox(next_attempt_at);
                     """)
         },
+        { db in
+            // The version makes every update a compare-and-swap; the lease makes one refresh
+            // per credential across the processes that share the file. A lease row names its
+            // holder's host and process, so a holder that died is noticed before it expires.
+            try db.execute(
+                sql: """
+                    ALTER TABLE credential ADD COLUMN version INTEGER NOT NULL DEFAULT 1;
+                    CREATE TABLE refresh_lease (
+                        credential_id TEXT PRIMARY KEY NOT NULL,
+                        holder TEXT NOT NULL,
+                        host TEXT NOT NULL,
+                        pid INTEGER NOT NULL,
+                        expires_at REAL NOT NULL
+                    );
+                    """)
+        },
     ]
 
     static var currentVersion: Int { migrations.count }

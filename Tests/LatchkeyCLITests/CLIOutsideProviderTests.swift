@@ -20,6 +20,38 @@ func providerEnvironment(_ name: String, variable: String) -> [String: Any]? {
     "latchkey against Glewlwyd",
     .enabled(if: providersRequired || providerEnvironment("glewlwyd", variable: "LATCHKEY_GLEWLWYD_ENV") != nil))
 struct CLIGlewlwydTests {
+    @Test("eight `latchkey token` processes on a stale credential at a rotating Glewlwyd: one refresh, one token")
+    func parallelTokensWithRotation() async throws {
+        let environment = try #require(
+            providerEnvironment("glewlwyd", variable: "LATCHKEY_GLEWLWYD_ENV"), "Glewlwyd is not running")
+        let issuer = try #require(environment["rotating_issuer"] as? String, "restart Glewlwyd with the current script")
+        let lifetime = try #require(environment["rotating_access_token_ttl"] as? Int)
+        let a = try Device()
+        defer { a.cleanUp() }
+        let added = try await a.run(
+            arguments: [
+                "provider", "add", "rotating", "--issuer", issuer, "--client-id", "latchkey-confidential",
+                "--client-secret-stdin", "--auth-method", "basic",
+            ],
+            input: "latchkey-confidential-secret")
+        #expect(added.status == 0, "\(added.stderr)")
+        let login = try await a.run(
+            arguments: ["login", "--username", "alice", "--password-stdin"], input: "alice-password")
+        #expect(login.status == 0, "\(login.stderr)")
+        // Stale once it expires within half its lifetime.
+        try await Task.sleep(for: .milliseconds(lifetime * 500 + 300))
+        let runs = try await a.runTogether(8, ["token"], environment: ["LATCHKEY_LOG": "debug"])
+        for run in runs { #expect(run.status == 0, "\(run.stderr)") }
+        #expect(Set(runs.map(\.stdout)).count == 1, "every process prints the same token")
+        // Each process logs "refreshing" just before it sends a refresh token; Glewlwyd kills
+        // the chain when one comes back, so a second one would also fail a process above.
+        let refreshes = runs.flatMap { $0.stderr.split(separator: "\n") }.filter { $0.hasSuffix("] refreshing") }
+        #expect(refreshes.count == 1)
+        let refreshed = try await a.run("refresh")
+        #expect(refreshed.status == 0, "the chain is alive: \(refreshed.stderr)")
+        #expect(try await a.run("userinfo").status == 0)
+    }
+
     @Test("login, accounts, token, refresh, userinfo, revoke and a global sign-out that falls back")
     func lifecycle() async throws {
         let environment = try #require(

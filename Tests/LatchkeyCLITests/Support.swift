@@ -37,8 +37,8 @@ enum CLI {
     }
 
     /// Starts `latchkey ARGUMENTS`, for a test that talks to it while it runs.
-    static func start(_ arguments: [String]) async throws -> ChildProcess {
-        try await ChildProcess.start(binary, arguments, environment: environment(), input: "")
+    static func start(_ arguments: [String], environment extra: [String: String] = [:]) async throws -> ChildProcess {
+        try await ChildProcess.start(binary, arguments, environment: environment(extra), input: "")
     }
 }
 
@@ -55,8 +55,22 @@ struct Device: Sendable {
         try await CLI.run(["--home", path] + arguments, input: input)
     }
 
-    func run(arguments: [String], input: String? = nil) async throws -> CLI.Run {
-        try await CLI.run(["--home", path] + arguments, input: input)
+    func run(arguments: [String], input: String? = nil, environment: [String: String] = [:]) async throws
+        -> CLI.Run
+    {
+        try await CLI.run(["--home", path] + arguments, input: input, environment: environment)
+    }
+
+    /// `latchkey --home PATH ARGUMENTS` in `count` processes at once.
+    func runTogether(_ count: Int, _ arguments: [String], environment: [String: String] = [:]) async throws
+        -> [CLI.Run]
+    {
+        try await withThrowingTaskGroup { group in
+            for _ in 0..<count {
+                group.addTask { try await run(arguments: arguments, environment: environment) }
+            }
+            return try await group.reduce(into: [CLI.Run]()) { $0.append($1) }
+        }
     }
 
     func cleanUp() { try? FileManager.default.removeItem(atPath: path) }

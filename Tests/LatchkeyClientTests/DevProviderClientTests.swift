@@ -17,7 +17,7 @@ struct DevProviderClientTests {
     @Test("1,000 concurrent accessToken() calls on an expired credential cause exactly one refresh")
     func singleFlight() async throws {
         let clock = ManualClock()
-        try await withHarness(.dev, now: { clock.now }) { harness in
+        try await withHarness(.dev, now: clock.function) { harness in
             let credential = try await signIn(harness)
             let dev = try #require(harness.dev)
             clock.advance(600)  // the 300 s access token has expired

@@ -174,7 +174,7 @@ struct SignOutTests {
     @Test("5. global sign-out with an expired access token refreshes first, then signs out")
     func expiredAccessToken() async throws {
         let clock = ManualClock()
-        try await withDevices(now: { clock.now }) { devices in
+        try await withDevices(now: clock.function) { devices in
             _ = try await devices.signIn(devices.a)
             let other = try await devices.signIn(devices.b)
             clock.advance(600)
@@ -308,7 +308,7 @@ struct SignOutTests {
         let clock = ManualClock()
         let storeA = CredentialStore(
             storage: try SQLiteCredentialStorage(path: path), logger: TraceLog.logger("store"), now: { clock.now })
-        try await withDevices(now: { clock.now }, storeA: storeA) { devices in
+        try await withDevices(now: clock.function, storeA: storeA) { devices in
             let credential = try await devices.signIn(devices.a)
             let token = try await credential.token
             _ = try await devices.provider.metadata()
@@ -357,7 +357,7 @@ struct SignOutTests {
     @Test("a drain that fails again backs off with Retry-After, and drops entries whose token expired")
     func outboxBackoff() async throws {
         let clock = ManualClock()
-        try await withDevices(now: { clock.now }) { devices in
+        try await withDevices(now: clock.function) { devices in
             _ = try await devices.signIn(devices.a)
             _ = try await devices.provider.metadata()
             devices.dev.faults.isOffline = true

@@ -1,5 +1,6 @@
 import Foundation
 import Latchkey
+import LatchkeySQLite
 import Testing
 
 @Suite("Credential store")
@@ -147,5 +148,52 @@ struct CredentialStoreTests {
             #expect(!text.contains("SECRET-"))
         }
         #expect(stored.description.contains("alice"))
+    }
+
+    @Test("updates from two stores on one SQLite file at once: every change lands, none undoes another")
+    func concurrentUpdates() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        let path = folder.file("credentials.sqlite")
+        let first = try await CredentialStore.sqlite(at: path)
+        let second = try await CredentialStore.sqlite(at: path)
+        let id = try await first.add(Fixtures.token(user: "alice")).id
+        try await withThrowingTaskGroup { group in
+            for index in 0..<40 {
+                let store = index.isMultiple(of: 2) ? first : second
+                group.addTask {
+                    if index.isMultiple(of: 5) {
+                        // A token change, as a refresh makes; it must not undo the tags.
+                        try await store.update(id) { $0.token.accessToken = "SECRET-ACCESS-\(index)" }
+                    } else {
+                        try await store.update(id) { $0.metadata.tags["writer-\(index)"] = "x" }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let stored = try #require(try await first.credential(for: id))
+        #expect(stored.metadata.tags.count == 32)
+        #expect(stored.version == 41)
+        #expect(stored.token.accessToken?.hasPrefix("SECRET-ACCESS-") == true)
+    }
+
+    @Test("an update that changes nothing writes nothing and publishes nothing; a thrown change writes nothing")
+    func noOpUpdate() async throws {
+        let store = CredentialStore.inMemory()
+        let alice = try await store.add(Fixtures.token(user: "alice"))
+        var events = store.changes.makeAsyncIterator()
+        let same = try await store.update(alice.id) { _ in }
+        #expect(same.version == 1)
+        await #expect(throws: StorageError.self) {
+            try await store.update(alice.id) { credential throws(StorageError) in
+                credential.metadata.tags["half"] = "done"
+                throw StorageError(.databaseFailure, reason: "the change gave up")
+            }
+        }
+        #expect(try await store.credential(for: alice.id)?.metadata.tags["half"] == nil)
+        try await store.setTags(["role": "admin"], for: alice.id)
+        #expect(await events.next() == .updated(alice.id))
+        #expect(try await store.credential(for: alice.id)?.version == 2)
     }
 }

@@ -58,7 +58,7 @@ struct MultiProcessStoreTests {
             try await Task.sleep(for: .milliseconds(Int.random(in: 80...300, using: &generator)))
             victim.send(signal: SIGKILL)
             let (victimResult, bystanderResult) = try await (victim.finish(), bystander.finish())
-            #expect(victimResult.status == SIGKILL, "round \(round)")
+            #expect(victimResult.status == SIGKILL, "round \(round): \(victimResult.stderr)")
             #expect(bystanderResult.status == 0, "round \(round): \(bystanderResult.stderr)")
             committed.formUnion(committedIDs(victimResult.stdout))
             committed.formUnion(committedIDs(bystanderResult.stdout))
@@ -79,5 +79,72 @@ struct MultiProcessStoreTests {
         }
         #expect(committed.count > 50 * 25)
         #expect(queued.count > 50 * 25)
+    }
+
+    @Test("four processes share one refresh lease: never two holders at once, and no update lost")
+    func leaseAcrossProcesses() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        let path = folder.file("credentials.sqlite")
+        let store = try await CredentialStore.sqlite(at: path)
+        let id = try await store.add(Fixtures.token(user: "alice")).id
+        let workers = try await withThrowingTaskGroup { group in
+            for _ in 0..<4 {
+                group.addTask { try await ChildProcess.run(worker, ["lease", path, id.rawValue, "10"]) }
+            }
+            return try await group.reduce(into: [ChildProcess.Result]()) { $0.append($1) }
+        }
+        var intervals: [(enter: Double, leave: Double)] = []
+        for result in workers {
+            #expect(result.status == 0, "\(result.stderr)")
+            let lines = result.stdout.split(separator: "\n").map { $0.split(separator: " ") }
+            let enters = lines.filter { $0.first == "enter" }.compactMap { Double($0[1]) }
+            let leaves = lines.filter { $0.first == "leave" }.compactMap { Double($0[1]) }
+            #expect(enters.count == 10)
+            intervals += zip(enters, leaves).map { ($0, $1) }
+        }
+        intervals.sort { $0.enter < $1.enter }
+        for (earlier, later) in zip(intervals, intervals.dropFirst()) {
+            #expect(earlier.leave <= later.enter, "two processes held the lease at once")
+        }
+        // Forty compare-and-swap updates from four processes: every one of them landed.
+        let tags = try #require(try await store.credential(for: id)).metadata.tags
+        #expect(tags.count == 40)
+    }
+
+    @Test("a holder killed with SIGKILL loses the lease at once, not after its duration", .timeLimit(.minutes(1)))
+    func killedHolder() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        let path = folder.file("credentials.sqlite")
+        let store = try await CredentialStore.sqlite(at: path)
+        let id = try await store.add(Fixtures.token(user: "alice")).id
+        let holder = try await ChildProcess.start(worker, ["hold", path, id.rawValue])
+        _ = try await holder.standardOutput { $0.contains("holding") }
+        holder.send(signal: SIGKILL)
+        #expect(try await holder.finish().status == SIGKILL)
+        // The dead holder took the lease for 600 s; waiting that long would break the time limit.
+        let taken = try await store.storage.withRefreshLease(for: id, duration: .seconds(30)) { true }
+        #expect(taken)
+    }
+
+    @Test("processes that open a new store while another writes to it all succeed (20 rounds)")
+    func openWhileWriting() async throws {
+        for round in 0..<20 {
+            let folder = try TemporaryFolder()
+            defer { folder.cleanUp() }
+            let path = folder.file("credentials.sqlite")
+            let writer = try await ChildProcess.start(worker, [path, "0", "writer"])
+            let openers = try await withThrowingTaskGroup { group in
+                for index in 0..<3 {
+                    group.addTask { try await ChildProcess.run(worker, [path, "10", "opener\(index)"]) }
+                }
+                return try await group.reduce(into: [ChildProcess.Result]()) { $0.append($1) }
+            }
+            writer.send(signal: SIGKILL)
+            let written = try await writer.finish()
+            #expect(written.status == SIGKILL, "round \(round): the writer failed: \(written.stderr)")
+            for result in openers { #expect(result.status == 0, "round \(round): \(result.stderr)") }
+        }
     }
 }

@@ -82,6 +82,7 @@ struct SQLiteStoreTests {
             _ = try SQLiteCredentialStorage(path: path, key: .key(SymmetricKey(size: .bits128)))
         }
         #expect(error?.code == .invalidKeyFile)
+        #expect(error?.isRetryable == false, "retrying cannot fix a store that needs a person")
     }
 
     @Test("a corrupt database is reported with its path and left untouched")
@@ -96,6 +97,7 @@ struct SQLiteStoreTests {
         let before = try snapshot(folder)
         let error = #expect(throws: StorageError.self) { _ = try SQLiteCredentialStorage(path: path) }
         #expect(error?.code == .corruptDatabase)
+        #expect(error?.isRetryable == false, "retrying cannot fix a store that needs a person")
         #expect(error?.path == path)
         #expect(error?.description.contains(path) == true)
         #expect(try snapshot(folder) == before)
@@ -123,6 +125,7 @@ struct SQLiteStoreTests {
             _ = try await SQLiteCredentialStorage(path: path).all()
         }
         #expect(error?.code == .corruptDatabase)
+        #expect(error?.isRetryable == false, "retrying cannot fix a store that needs a person")
         #expect(try snapshot(folder) == before)
     }
 
@@ -137,6 +140,7 @@ struct SQLiteStoreTests {
         let before = try snapshot(folder)
         let error = #expect(throws: StorageError.self) { _ = try SQLiteCredentialStorage(path: path) }
         #expect(error?.code == .wrongKey)
+        #expect(error?.isRetryable == false, "retrying cannot fix a store that needs a person")
         #expect(error?.path == path + ".key")
         // SQLite may move committed pages from the WAL into the database file when the failed
         // connection closes; what must hold is that the key is untouched and nothing is lost.
@@ -161,6 +165,7 @@ struct SQLiteStoreTests {
         let before = try snapshot(folder)
         let error = #expect(throws: StorageError.self) { _ = try SQLiteCredentialStorage(path: path) }
         #expect(error?.code == .invalidKeyFile)
+        #expect(error?.isRetryable == false, "retrying cannot fix a store that needs a person")
         #expect(error?.path == path + ".key")
         #expect(error?.description.contains("20 bytes") == true)
         #expect(try snapshot(folder) == before)
@@ -179,6 +184,7 @@ struct SQLiteStoreTests {
         let before = try snapshot(folder)
         let error = #expect(throws: StorageError.self) { _ = try SQLiteCredentialStorage(path: path) }
         #expect(error?.code == .missingKeyFile)
+        #expect(error?.isRetryable == false, "retrying cannot fix a store that needs a person")
         #expect(error?.path == path + ".key")
         #expect(try snapshot(folder) == before)
     }
@@ -194,6 +200,7 @@ struct SQLiteStoreTests {
         let error = #expect(throws: StorageError.self) { _ = try SQLiteCredentialStorage(path: path) }
         try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: folder.path)
         #expect(error?.code == .folderNotAccessible)
+        #expect(error?.isRetryable == false, "retrying cannot fix a store that needs a person")
         #expect(error?.path == folder.path)
         #expect(error?.description.contains(folder.path) == true)
         #expect(try snapshot(folder) == before)
@@ -208,6 +215,7 @@ struct SQLiteStoreTests {
             _ = try SQLiteCredentialStorage(path: folder.file("plain/credentials.sqlite"))
         }
         #expect(error?.code == .folderNotAccessible)
+        #expect(error?.isRetryable == false, "retrying cannot fix a store that needs a person")
     }
 
     @Test("a database written by a newer schema is refused, not migrated down")
@@ -220,6 +228,7 @@ struct SQLiteStoreTests {
         try #require(sqlite.status == 0, "sqlite3 is needed for this test: \(sqlite.stderr)")
         let error = #expect(throws: StorageError.self) { _ = try SQLiteCredentialStorage(path: path) }
         #expect(error?.code == .unsupportedSchema)
+        #expect(error?.isRetryable == false, "retrying cannot fix a store that needs a person")
     }
 
     @Test("a damaged record is reported by id; the rest of the store is not wiped")
@@ -235,6 +244,7 @@ struct SQLiteStoreTests {
         try #require(sqlite.status == 0, "sqlite3 is needed for this test: \(sqlite.stderr)")
         let error = await #expect(throws: StorageError.self) { _ = try await store.all() }
         #expect(error?.code == .corruptRecord)
+        #expect(error?.isRetryable == false, "retrying cannot fix a store that needs a person")
         #expect(error?.description.contains(alice.id.rawValue) == true)
         #expect(try await store.credential(for: bob.id) == bob)
     }

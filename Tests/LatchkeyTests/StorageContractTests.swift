@@ -48,18 +48,73 @@ struct StorageContractTests {
         }
     }
 
-    @Test("updates in place; updating a missing credential fails", arguments: Backend.allCases)
+    @Test("updates in place and raises the version; updating a missing credential fails", arguments: Backend.allCases)
     func update(backend: Backend) async throws {
         try await withStorage(backend) { storage in
             var alice = credential("alice")
             try await storage.insert(alice)
+            #expect(try await storage.credential(for: alice.id)?.version == 1)
             alice.token.accessToken = "SECRET-NEW"
             alice.metadata.tags = ["role": "admin"]
             try await storage.update(alice)
+            alice.version = 2
             #expect(try await storage.credential(for: alice.id) == alice)
             let error = await #expect(throws: StorageError.self) { try await storage.update(credential("ghost")) }
             #expect(error?.code == .credentialNotFound)
             #expect(try await storage.all().count == 1)
+        }
+    }
+
+    @Test("a write from a stale read is refused and changes nothing (compare-and-swap)", arguments: Backend.allCases)
+    func staleWrite(backend: Backend) async throws {
+        try await withStorage(backend) { storage in
+            let alice = credential("alice")
+            try await storage.insert(alice)
+            // Two writers read version 1; the first one wins.
+            var first = try #require(try await storage.credential(for: alice.id))
+            var second = first
+            first.token.refreshToken = "SECRET-ROTATED"
+            try await storage.update(first)
+            second.metadata.tags = ["role": "admin"]
+            let error = await #expect(throws: StorageError.self) { try await storage.update(second) }
+            #expect(error?.code == .versionConflict)
+            #expect(error?.isRetryable == true)
+            let stored = try #require(try await storage.credential(for: alice.id))
+            #expect(stored.token.refreshToken == "SECRET-ROTATED")
+            #expect(stored.metadata.tags == alice.metadata.tags)
+            #expect(stored.version == 2)
+        }
+    }
+
+    @Test("the refresh lease admits one holder at a time, per credential", arguments: Backend.allCases)
+    func refreshLease(backend: Backend) async throws {
+        try await withStorage(backend) { storage in
+            let alice = credential("alice")
+            let bob = credential("bob", created: 1)
+            try await storage.insert(alice)
+            try await storage.insert(bob)
+            let tracker = LeaseTracker()
+            try await withThrowingTaskGroup { group in
+                for index in 0..<12 {
+                    let id = index.isMultiple(of: 2) ? alice.id : bob.id
+                    group.addTask {
+                        try await storage.withRefreshLease(for: id, duration: .seconds(30)) {
+                            await tracker.enter(id)
+                            try? await Task.sleep(for: .milliseconds(15))
+                            await tracker.leave(id)
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            // Never two holders of one credential's lease at once; the two credentials' leases
+            // are independent, so both were held at the same time at some point.
+            #expect(await tracker.peakPerCredential == 1)
+            #expect(await tracker.peakOverall == 2)
+            #expect(await tracker.entries == 12)
+            // A released lease can be taken again at once.
+            let again = try await storage.withRefreshLease(for: alice.id, duration: .seconds(30)) { "free" }
+            #expect(again == "free")
         }
     }
 
@@ -137,4 +192,21 @@ struct StorageContractTests {
             #expect(try await storage.all().isEmpty)
         }
     }
+}
+
+/// Counts who is inside a lease at the same time.
+actor LeaseTracker {
+    private var inside: [CredentialID: Int] = [:]
+    private(set) var peakPerCredential = 0
+    private(set) var peakOverall = 0
+    private(set) var entries = 0
+
+    func enter(_ id: CredentialID) {
+        inside[id, default: 0] += 1
+        entries += 1
+        peakPerCredential = max(peakPerCredential, inside[id, default: 0])
+        peakOverall = max(peakOverall, inside.values.filter { $0 > 0 }.count)
+    }
+
+    func leave(_ id: CredentialID) { inside[id, default: 0] -= 1 }
 }

@@ -1,37 +1,74 @@
 // A helper process for the store's multi-process tests. Not part of the product.
 //
 //   latchkey-store-worker PATH COUNT LABEL
-//
-// Opens the SQLite store at PATH and adds COUNT credentials (COUNT 0: until killed), each
-// followed by a revocation outbox entry, printing "committed ID" and "queued ID" on standard
-// output after each write has committed.
+//       Opens the SQLite store at PATH and adds COUNT credentials (COUNT 0: until killed), each
+//       followed by a revocation outbox entry, printing "committed ID" and "queued ID" on
+//       standard output after each write has committed.
+//   latchkey-store-worker lease PATH ID COUNT
+//       Takes the refresh lease of credential ID COUNT times, printing "enter T" and "leave T"
+//       (seconds since 1970) around 20 ms of holding it, and adds a tag of its own each time
+//       through a compare-and-swap update.
+//   latchkey-store-worker hold PATH ID
+//       Takes the refresh lease of credential ID, prints "holding", and holds it until killed.
 import Foundation
 import Latchkey
 import LatchkeySQLite
 
 let arguments = CommandLine.arguments
-guard arguments.count == 4, let count = Int(arguments[2]) else {
-    FileHandle.standardError.write(Data("usage: latchkey-store-worker PATH COUNT LABEL\n".utf8))
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("\(message)\n".utf8))
     exit(2)
 }
-let label = arguments[3]
+
+func say(_ line: String) { FileHandle.standardOutput.write(Data("\(line)\n".utf8)) }
+
 do {
-    let store = try await CredentialStore.sqlite(at: arguments[1])
-    var index = 0
-    while count == 0 || index < count {
-        let token = Token(
-            accessToken: "at-\(label)-\(index)", refreshToken: "rt-\(label)-\(index)",
-            issuedAt: Date(), expiresAt: Date().addingTimeInterval(3600),
-            provider: ProviderIdentity(issuer: "https://issuer.example", clientID: "worker"))
-        let credential = try await store.add(token, tags: ["worker": label, "index": "\(index)"])
-        FileHandle.standardOutput.write(Data("committed \(credential.id)\n".utf8))
-        // An outbox entry too, so the tests can check that queued revocations survive as well.
-        let entry = OutboxEntry(
-            provider: token.provider, kind: .refreshToken, token: "rt-\(label)-\(index)", account: label,
-            tokenExpiresAt: nil, createdAt: Date(), attempts: 1, nextAttemptAt: Date(), lastError: nil)
-        try await store.storage.enqueue(entry)
-        FileHandle.standardOutput.write(Data("queued \(entry.id.uuidString)\n".utf8))
-        index += 1
+    switch arguments.dropFirst().first {
+    case "lease":
+        guard arguments.count == 5, let count = Int(arguments[4]) else {
+            fail("usage: latchkey-store-worker lease PATH ID COUNT")
+        }
+        let store = try await CredentialStore.sqlite(at: arguments[2])
+        let id = CredentialID(rawValue: arguments[3])
+        let label = "\(getpid())"
+        for round in 0..<count {
+            try await store.storage.withRefreshLease(for: id, duration: .seconds(30)) {
+                say("enter \(Date().timeIntervalSince1970)")
+                try? await Task.sleep(for: .milliseconds(20))
+                say("leave \(Date().timeIntervalSince1970)")
+            }
+            try await store.update(id) { $0.metadata.tags["\(label)-\(round)"] = "x" }
+        }
+    case "hold":
+        guard arguments.count == 4 else { fail("usage: latchkey-store-worker hold PATH ID") }
+        let store = try await CredentialStore.sqlite(at: arguments[2])
+        try await store.storage.withRefreshLease(for: CredentialID(rawValue: arguments[3]), duration: .seconds(600)) {
+            say("holding")
+            while true { try? await Task.sleep(for: .seconds(60)) }
+        }
+    default:
+        guard arguments.count == 4, let count = Int(arguments[2]) else {
+            fail("usage: latchkey-store-worker PATH COUNT LABEL")
+        }
+        let label = arguments[3]
+        let store = try await CredentialStore.sqlite(at: arguments[1])
+        var index = 0
+        while count == 0 || index < count {
+            let token = Token(
+                accessToken: "at-\(label)-\(index)", refreshToken: "rt-\(label)-\(index)",
+                issuedAt: Date(), expiresAt: Date().addingTimeInterval(3600),
+                provider: ProviderIdentity(issuer: "https://issuer.example", clientID: "worker"))
+            let credential = try await store.add(token, tags: ["worker": label, "index": "\(index)"])
+            say("committed \(credential.id)")
+            // An outbox entry too, so the tests can check that queued revocations survive as well.
+            let entry = OutboxEntry(
+                provider: token.provider, kind: .refreshToken, token: "rt-\(label)-\(index)", account: label,
+                tokenExpiresAt: nil, createdAt: Date(), attempts: 1, nextAttemptAt: Date(), lastError: nil)
+            try await store.storage.enqueue(entry)
+            say("queued \(entry.id.uuidString)")
+            index += 1
+        }
     }
 } catch {
     FileHandle.standardError.write(Data("worker failed: \(error)\n".utf8))

@@ -1,49 +1,6 @@
 public import Foundation
 import Logging
 
-/// Which tokens to revoke.
-public enum RevocationScope: String, Sendable, Hashable, CaseIterable {
-    /// Every token the credential has, in parallel.
-    case all
-    /// The access token only: the refresh token and device secret stay usable.
-    case accessToken = "access"
-    /// The refresh token, and with it the access token (the grant ends).
-    case refreshToken = "refresh"
-    /// The device secret only.
-    case deviceSecret = "device-secret"
-}
-
-/// The outcome of revoking one kind of token.
-public enum RevocationOutcome: Sendable {
-    /// The provider confirmed the revocation; the token left the stored credential.
-    case revoked
-    /// The revocation failed; the token stays where it was.
-    case failed(ProviderError)
-    /// The credential had no such token.
-    case notPresent
-
-    /// Whether the token is revoked.
-    public var isRevoked: Bool { if case .revoked = self { true } else { false } }
-}
-
-/// What a revocation did, kind by kind (never only the first error).
-public struct RevocationResult: Sendable {
-    /// The outcome for each kind that was asked for.
-    public var outcomes: [TokenKind: RevocationOutcome]
-    /// Whether the credential was removed from the store because nothing usable was left.
-    public var removedFromStore: Bool
-
-    /// Whether every token asked for is revoked (or was not there).
-    public var succeeded: Bool {
-        outcomes.values.allSatisfy { if case .failed = $0 { false } else { true } }
-    }
-
-    /// The failures, by kind.
-    public var failures: [TokenKind: ProviderError] {
-        outcomes.compactMapValues { if case .failed(let error) = $0 { error } else { nil } }
-    }
-}
-
 /// A stored credential together with the provider it came from: gets a fresh access token,
 /// revokes, removes, asks for user info and introspection.
 ///
@@ -58,13 +15,14 @@ public actor Credential {
     /// The provider its tokens came from.
     public nonisolated let provider: any IdentityProvider
     private let now: @Sendable () -> Date
-    private var refreshing: Task<Result<Token, ProviderError>, Never>?
+    private var refreshing: Task<Result<Refreshed, ProviderError>, Never>?
 
     /// The tag set on a credential whose refresh token was rejected.
     public static let needsSignInTag = "latchkey.needs-sign-in"
 
-    /// Creates a handle. Prefer the provider's `credential(_:in:)`, which shares handles.
-    public init(
+    /// Creates a handle. Only the store creates handles (``CredentialStore/credential(_:provider:clock:)``),
+    /// so that every caller of one credential shares one refresh.
+    init(
         id: CredentialID, store: CredentialStore, provider: any IdentityProvider,
         now: @escaping @Sendable () -> Date = { Date() }
     ) {
@@ -93,20 +51,25 @@ public actor Credential {
 
     /// An access token valid for at least `minimumValidity` seconds, refreshed first when needed.
     ///
-    /// Concurrent callers share one refresh. A rotated refresh token is stored before the new
-    /// access token is returned. A rejected refresh token throws
+    /// Concurrent callers share one refresh: the callers of this handle, and every process or
+    /// machine that shares the store (through its refresh lease). The new tokens are stored as
+    /// soon as the provider answers. A rejected refresh token throws
     /// ``ProviderError/Code/signInRequired`` and deletes nothing; network failures are
     /// retryable and delete nothing.
     ///
     /// For tokens that live less than twice `minimumValidity`, half their lifetime is used
     /// instead, so a provider's short-lived tokens are not refreshed on every call.
+    ///
+    /// When a refresh brings an ID token that fails verification, the new access and refresh
+    /// tokens are kept and the access token is returned; the failure is logged, and
+    /// ``refresh()`` throws it.
     public func accessToken(minimumValidity: TimeInterval = 60) async throws(ProviderError) -> String {
         let token = try await stored().token
         if let accessToken = token.accessToken, !needsRefresh(token, minimumValidity: minimumValidity) {
             return accessToken
         }
-        let refreshed = try await sharedRefresh(minimumValidity: minimumValidity)
-        guard let accessToken = refreshed.accessToken else {
+        let refreshed = try await sharedRefresh(minimumValidity: minimumValidity).get()
+        guard let accessToken = refreshed.token.accessToken else {
             throw ProviderError(.invalidResponse, endpoint: .token, reason: "The refresh gave no access token.")
         }
         return accessToken
@@ -120,66 +83,192 @@ public actor Credential {
         return token.expires(within: margin, at: now())
     }
 
-    /// Refreshes now, whatever the access token's expiry.
+    /// Refreshes now, whatever the access token's expiry, and returns the stored tokens.
+    ///
+    /// Throws ``ProviderError/Code/idTokenRejected`` when the new ID token fails verification;
+    /// the new access and refresh tokens are stored all the same (the spent refresh token is
+    /// never fallen back to).
     @discardableResult
     public func refresh() async throws(ProviderError) -> Token {
-        try await sharedRefresh(minimumValidity: nil)
+        let refreshed = try await sharedRefresh(minimumValidity: nil).get()
+        if let failure = refreshed.idTokenFailure { throw failure }
+        return refreshed.token
     }
 
-    private func sharedRefresh(minimumValidity: TimeInterval?) async throws(ProviderError) -> Token {
+    /// What one refresh left in the store.
+    private struct Refreshed: Sendable {
+        var token: Token
+        /// Why the new ID token was not stored, when it was not.
+        var idTokenFailure: ProviderError?
+    }
+
+    private func sharedRefresh(minimumValidity: TimeInterval?) async -> Result<Refreshed, ProviderError> {
         if let refreshing {
             store.logger.trace("joining the refresh in flight", metadata: ["credential": "\(id)"])
-            return try await refreshing.value.get()
+            return await refreshing.value
         }
-        store.logger.debug("refreshing", metadata: ["credential": "\(id)"])
         let task = Task { await self.performRefresh(minimumValidity: minimumValidity) }
         refreshing = task
         let result = await task.value
         refreshing = nil
         switch result {
-        case .success(let token):
+        case .success(let refreshed):
             store.logger.debug(
-                "refreshed",
-                metadata: ["credential": "\(id)", "expiresAt": "\(token.expiresAt.map { "\($0)" } ?? "never")"])
+                "access token ready",
+                metadata: [
+                    "credential": "\(id)", "expiresAt": "\(refreshed.token.expiresAt.map { "\($0)" } ?? "never")",
+                ])
+            if let failure = refreshed.idTokenFailure {
+                store.logger.error(
+                    "the refreshed ID token was rejected; the new access and refresh tokens were kept",
+                    metadata: ["credential": "\(id)", "error": "\(failure)"])
+            }
         case .failure(let error):
             store.logger.debug("refresh failed", metadata: ["credential": "\(id)", "error": "\(error)"])
         }
-        return try result.get()
+        return result
     }
 
-    private func performRefresh(minimumValidity: TimeInterval?) async -> Result<Token, ProviderError> {
+    /// One refresh, in the order that keeps a rotated refresh token safe:
+    /// 1. get what the refresh needs (metadata, keys) while nothing is spent yet;
+    /// 2. take the refresh lease; read the credential again, and stop there when another
+    ///    caller (another process, another machine) already refreshed it;
+    /// 3. send the refresh token and store the answer at once;
+    /// 4. release the lease; verify a new ID token and store it, or report why not.
+    private func performRefresh(minimumValidity: TimeInterval?) async -> Result<Refreshed, ProviderError> {
         do throws(ProviderError) {
-            let current = try await stored()
-            // Another process sharing the store may have refreshed already.
+            try await provider.prepareRefresh(of: try await stored().token)
+            let exchanged: Exchanged
+            do {
+                exchanged = try await store.withRefreshLease(id) {
+                    await self.exchangeHoldingLease(minimumValidity: minimumValidity)
+                }.get()
+            } catch let error as StorageError {
+                throw .storage(error)
+            } catch let error as ProviderError {
+                throw error
+            } catch {
+                throw ProviderError(.invalidResponse, reason: "The refresh failed.")
+            }
+            guard let pendingIDToken = exchanged.pendingIDToken else {
+                return .success(Refreshed(token: exchanged.stored.token))
+            }
+            return .success(await storeVerifiedIDToken(pendingIDToken, exchanged: exchanged))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// What the token endpoint's answer left in the store.
+    private struct Exchanged: Sendable {
+        /// The credential as stored after the answer (with the previous ID token).
+        var stored: StoredCredential
+        /// The credential as it was before the refresh.
+        var previous: Token
+        /// A new ID token that is not verified yet.
+        var pendingIDToken: String?
+    }
+
+    private func exchangeHoldingLease(minimumValidity: TimeInterval?) async -> Result<Exchanged, ProviderError> {
+        do throws(ProviderError) {
+            var current = try await stored()
+            // Another caller sharing the store may have refreshed while this one waited.
             if let minimumValidity, current.token.accessToken != nil,
                 !needsRefresh(current.token, minimumValidity: minimumValidity)
             {
-                return .success(current.token)
+                store.logger.trace("refreshed by another holder meanwhile", metadata: ["credential": "\(id)"])
+                return .success(Exchanged(stored: current, previous: current.token))
             }
-            let refreshed: Token
+            var answer: Token
             do {
-                refreshed = try await provider.refresh(current.token)
-            } catch {
-                if error.requiresSignIn {
-                    var tags = current.metadata.tags
-                    tags[Self.needsSignInTag] = "true"
-                    _ = try? await store.setTags(tags, for: id)
+                store.logger.debug("refreshing", metadata: ["credential": "\(id)"])
+                answer = try await provider.exchangeRefreshToken(of: current.token)
+            } catch  where error.requiresSignIn {
+                // A process that does not take the lease (an older Latchkey) may have rotated
+                // the refresh token meanwhile: only a rejection of the stored one is final.
+                let again = try await stored()
+                guard again.token.refreshToken == current.token.refreshToken else {
+                    store.logger.debug(
+                        "refresh token rotated elsewhere; using the new one", metadata: ["credential": "\(id)"])
+                    current = again
+                    if let minimumValidity, again.token.accessToken != nil,
+                        !needsRefresh(again.token, minimumValidity: minimumValidity)
+                    {
+                        return .success(Exchanged(stored: again, previous: again.token))
+                    }
+                    answer = try await provider.exchangeRefreshToken(of: again.token)
+                    return .success(try await storeAnswer(answer, replacing: again))
                 }
+                await markNeedsSignIn(rejected: current.token.refreshToken)
                 throw error
             }
-            do {
-                try await store.update(id, token: refreshed)
-                if current.metadata.tags[Self.needsSignInTag] != nil {
-                    var tags = current.metadata.tags
-                    tags[Self.needsSignInTag] = nil
-                    try await store.setTags(tags, for: id)
-                }
-            } catch {
-                throw .storage(error)
-            }
-            return .success(refreshed)
+            return .success(try await storeAnswer(answer, replacing: current))
         } catch {
             return .failure(error)
+        }
+    }
+
+    /// Stores the token endpoint's answer before anything else can fail, keeping the previous
+    /// ID token until the new one is verified.
+    private func storeAnswer(_ answer: Token, replacing current: StoredCredential) async throws(ProviderError)
+        -> Exchanged
+    {
+        var unverified = answer
+        let newIDToken = answer.idToken != current.token.idToken ? answer.idToken : nil
+        unverified.idToken = current.token.idToken
+        let stored: StoredCredential
+        do {
+            stored = try await store.update(id) { credential in
+                credential.replaceToken(with: unverified)
+                credential.metadata.tags[Self.needsSignInTag] = nil
+            }
+        } catch {
+            throw .storage(error)
+        }
+        return Exchanged(stored: stored, previous: current.token, pendingIDToken: newIDToken)
+    }
+
+    /// Verifies a refreshed ID token and stores it with the account metadata it carries. A
+    /// failure leaves the new access and refresh tokens in place and is reported.
+    private func storeVerifiedIDToken(_ idToken: String, exchanged: Exchanged) async -> Refreshed {
+        var candidate = exchanged.stored.token
+        candidate.idToken = idToken
+        do throws(ProviderError) {
+            try await provider.verifyRefreshedIDToken(of: candidate, previous: exchanged.previous)
+        } catch {
+            return Refreshed(
+                token: exchanged.stored.token,
+                idTokenFailure: ProviderError(
+                    error.code, endpoint: error.endpoint,
+                    reason:
+                        "The refreshed ID token was rejected; the new access and refresh tokens were kept. \(error.reason)",
+                    oauthError: error.oauthError, errorDescription: error.errorDescription, status: error.status,
+                    retryAfter: error.retryAfter, underlying: error.underlying))
+        }
+        let accessToken = candidate.accessToken
+        do {
+            let stored = try await store.update(id) { credential in
+                // Only onto the tokens it came with: a later refresh has its own ID token.
+                guard credential.token.accessToken == accessToken else { return }
+                var token = credential.token
+                token.idToken = idToken
+                credential.replaceToken(with: token)
+            }
+            return Refreshed(token: stored.token)
+        } catch {
+            return Refreshed(token: exchanged.stored.token, idTokenFailure: .storage(error))
+        }
+    }
+
+    /// Tags the credential as needing sign-in, unless its refresh token changed meanwhile.
+    private func markNeedsSignIn(rejected refreshToken: String?) async {
+        do {
+            try await store.update(id) { credential in
+                guard credential.token.refreshToken == refreshToken else { return }
+                credential.metadata.tags[Self.needsSignInTag] = "true"
+            }
+        } catch {
+            store.logger.debug("could not tag the credential", metadata: ["credential": "\(id)", "error": "\(error)"])
         }
     }
 
@@ -188,8 +277,21 @@ public actor Credential {
     /// the store; a token whose revocation failed stays.
     ///
     /// `.refreshToken` also revokes the access token: the grant ends, and a provider that does
-    /// not cascade on its own must not leave the access token alive.
+    /// not cascade on its own must not leave the access token alive. A kind the provider
+    /// revokes only with the refresh token is not sent on its own (see
+    /// ``IdentityProvider/revocableKinds``).
+    ///
+    /// The revocation holds the refresh lease, so no refresh interleaves with it; only the
+    /// values that were revoked leave the store.
     public func revoke(_ scope: RevocationScope = .all) async -> RevocationResult {
+        do {
+            return try await store.withRefreshLease(id) { await self.revokeHoldingLease(scope) }
+        } catch {
+            return RevocationResult(outcomes: [.accessToken: .failed(.storage(error))], removedFromStore: false)
+        }
+    }
+
+    private func revokeHoldingLease(_ scope: RevocationScope) async -> RevocationResult {
         let current: StoredCredential
         do {
             current = try await stored()
@@ -203,37 +305,21 @@ public actor Credential {
         case .refreshToken: kinds = [.refreshToken, .accessToken]
         case .deviceSecret: kinds = [.deviceSecret]
         }
-        let provider = self.provider
-        var outcomes: [TokenKind: RevocationOutcome] = [:]
-        await withTaskGroup(of: (TokenKind, RevocationOutcome).self) { group in
-            for kind in kinds {
-                guard let value = current.token.value(of: kind) else {
-                    outcomes[kind] = .notPresent
-                    continue
-                }
-                group.addTask {
-                    do throws(ProviderError) {
-                        try await provider.revoke(value, kind: kind)
-                        return (kind, .revoked)
-                    } catch {
-                        return (kind, .failed(error))
-                    }
-                }
-            }
-            for await (kind, outcome) in group { outcomes[kind] = outcome }
-        }
+        var outcomes = await RevocationFanOut.revoke(kinds, of: current.token, at: provider)
+        let ended = RevocationFanOut.ended(outcomes)
         let removed: Bool
         do {
-            removed = try await dropRevoked(outcomes)
+            removed = try await dropEnded(ended, of: current.token)
         } catch {
             // The server side is done; report that the local copy could not be updated.
-            for (kind, outcome) in outcomes where outcome.isRevoked { outcomes[kind] = .failed(error) }
+            for kind in ended { outcomes[kind] = .failed(error) }
             removed = false
         }
         for (kind, outcome) in outcomes {
             var metadata: Logger.Metadata = ["credential": "\(id)", "token": "\(kind)"]
             switch outcome {
             case .revoked: metadata["outcome"] = "revoked"
+            case .endsWithRefreshToken: metadata["outcome"] = "ends with the refresh token"
             case .notPresent: metadata["outcome"] = "not present"
             case .failed(let error): (metadata["outcome"], metadata["error"]) = ("failed", "\(error)")
             }
@@ -242,18 +328,20 @@ public actor Credential {
         return RevocationResult(outcomes: outcomes, removedFromStore: removed)
     }
 
-    /// Removes revoked tokens from the stored credential; removes the credential when nothing
+    /// Drops the tokens that ended from the stored credential, by value: a token that replaced
+    /// one of them meanwhile was never revoked and stays. Removes the credential when nothing
     /// usable is left. Returns whether it was removed.
-    private func dropRevoked(_ outcomes: [TokenKind: RevocationOutcome]) async throws(ProviderError) -> Bool {
-        var token = try await stored().token
-        for (kind, outcome) in outcomes where outcome.isRevoked { token.discard(kind) }
+    private func dropEnded(_ kinds: Set<TokenKind>, of revoked: Token) async throws(ProviderError) -> Bool {
+        guard !kinds.isEmpty else { return false }
+        let date = now()
         do {
-            if !token.isUsable(at: now()) {
-                try await store.remove(id)
-                return true
+            let stored = try await store.update(id) { credential in
+                var token = credential.token
+                for kind in kinds where token.value(of: kind) == revoked.value(of: kind) { token.discard(kind) }
+                credential.token = token
             }
-            try await store.update(id, token: token)
-            return false
+            guard !stored.token.isUsable(at: date) else { return false }
+            return try await store.remove(id)
         } catch {
             throw .storage(error)
         }

@@ -42,10 +42,18 @@ public struct CredentialMetadata: Sendable, Hashable, Codable {
     public init(token: Token, tags: [String: String] = [:]) {
         self.init(issuer: token.provider.issuer, clientID: token.provider.clientID, tags: tags)
         guard let idToken = token.idToken, let claims = UnverifiedClaims.read(idToken) else { return }
-        subject = claims["sub"]?.stringValue
-        preferredUsername = claims["preferred_username"]?.stringValue ?? claims["cognito:username"]?.stringValue
-        email = claims["email"]?.stringValue
-        name = claims["name"]?.stringValue
+        read(claims)
+    }
+
+    /// Takes the account claims (`sub`, `preferred_username`, `email`, `name`) from an ID
+    /// token's payload or a userinfo answer; claims that are absent leave the values as they are.
+    public mutating func read(_ claims: [String: JSONValue]) {
+        subject = claims["sub"]?.stringValue ?? subject
+        preferredUsername =
+            claims["preferred_username"]?.stringValue ?? claims["cognito:username"]?.stringValue
+            ?? claims["username"]?.stringValue ?? preferredUsername
+        email = claims["email"]?.stringValue ?? email
+        name = claims["name"]?.stringValue ?? name
     }
 
     /// The name to show for the account: the username, else the email, else the subject.

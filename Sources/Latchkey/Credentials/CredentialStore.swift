@@ -29,28 +29,38 @@ public enum CredentialStoreEvent: Sendable, Hashable {
 /// for await event in store.changes { print(event) }
 /// ```
 public actor CredentialStore {
-    /// Where the credentials are kept.
-    public nonisolated let storage: any CredentialStorage
+    /// Where the credentials are kept. Package-only: every change goes through the store, which
+    /// keeps refreshes single-flight and publishes change events.
+    package nonisolated let storage: any CredentialStorage
     private let events = Broadcast<CredentialStoreEvent>()
     /// Where the store, its credentials, sign-outs and the outbox log.
     nonisolated let logger: Logger
     let now: @Sendable () -> Date
+    /// The longest a refresh lease is held before another holder may take it over (when its
+    /// holder died, say). Keep it longer than a provider's request timeout.
+    public nonisolated let refreshLeaseDuration: Duration
     private var providers: [ProviderIdentity: any IdentityProvider] = [:]
-    private var handles: [CredentialID: Credential] = [:]
+    /// Live handles, held weakly: a handle lives as long as its callers hold it, and the store
+    /// does not keep itself alive through them.
+    private var handles: [CredentialID: WeakCredential] = [:]
 
     /// Creates a store over `storage`.
     ///
     /// - Parameters:
     ///   - storage: the backend, e.g. ``InMemoryCredentialStorage`` or the SQLite storage.
     ///   - logger: where diagnostics go; silent by default. Token values are never logged.
+    ///   - refreshLeaseDuration: how long a refresh lease lasts at most (see
+    ///     ``CredentialStorage/withRefreshLease(for:duration:_:)``).
     ///   - now: the clock used for the credentials' timestamps.
     public init(
         storage: any CredentialStorage,
         logger: Logger? = nil,
+        refreshLeaseDuration: Duration = .seconds(60),
         now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.storage = storage
         self.logger = logger ?? .disabled("latchkey.store")
+        self.refreshLeaseDuration = refreshLeaseDuration
         self.now = now
     }
 
@@ -73,6 +83,8 @@ public actor CredentialStore {
     ///
     /// - Parameters:
     ///   - token: the tokens of a sign-in.
+    ///   - accountClaims: the account's claims when the token has no ID token (from userinfo,
+    ///     say); the ID token's claims win when it has one.
     ///   - tags: labels of the application's choosing.
     ///   - makeDefault: make the new credential the default. When the store has no default,
     ///     it becomes the default anyway.
@@ -80,17 +92,15 @@ public actor CredentialStore {
     @discardableResult
     public func add(
         _ token: Token,
+        accountClaims: [String: JSONValue]? = nil,
         tags: [String: String] = [:],
         makeDefault: Bool = false
     ) async throws(StorageError) -> StoredCredential {
         let date = now()
+        var metadata = CredentialMetadata(token: token, tags: tags)
+        if token.idToken == nil, let accountClaims { metadata.read(accountClaims) }
         let credential = StoredCredential(
-            id: CredentialID(),
-            token: token,
-            metadata: CredentialMetadata(token: token, tags: tags),
-            createdAt: date,
-            updatedAt: date
-        )
+            id: CredentialID(), token: token, metadata: metadata, createdAt: date, updatedAt: date, version: 1)
         try await storage.insert(credential)
         logger.debug("credential added", metadata: ["credential": "\(credential.id)"])
         events.send(.added(credential.id))
@@ -102,36 +112,57 @@ public actor CredentialStore {
         return credential
     }
 
+    /// Changes a stored credential with `change`, as one compare-and-swap: `change` is handed
+    /// the credential as stored now, and when another writer got in first it is handed the
+    /// newer one and runs again. Nothing is ever written back from a stale read.
+    ///
+    /// `change` may throw to give up; nothing is written then. A change that changes nothing
+    /// writes nothing and publishes no event.
+    /// - Returns: the credential as stored afterwards.
+    @discardableResult
+    public func update(
+        _ id: CredentialID, _ change: (inout StoredCredential) throws(StorageError) -> Void
+    ) async throws(StorageError) -> StoredCredential {
+        for _ in 0..<Self.maximumWriteAttempts {
+            guard var credential = try await storage.credential(for: id) else { throw .credentialNotFound(id) }
+            let read = credential
+            try change(&credential)
+            guard credential != read else { return credential }
+            credential.version = read.version
+            credential.updatedAt = now()
+            do {
+                try await storage.update(credential)
+            } catch  where error.code == .versionConflict {
+                logger.trace("credential changed meanwhile; trying again", metadata: ["credential": "\(id)"])
+                continue
+            }
+            credential.version += 1
+            logger.debug("credential updated", metadata: ["credential": "\(id)"])
+            events.send(.updated(id))
+            return credential
+        }
+        throw StorageError(
+            .versionConflict,
+            reason: "The credential \(id) kept changing while it was being updated; nothing was written.",
+            retryable: true)
+    }
+
+    /// How often ``update(_:_:)`` reads again after losing a race before it gives up.
+    private static let maximumWriteAttempts = 32
+
     /// Replaces the tokens of a stored credential (after a refresh, say).
     ///
     /// Account metadata is read again from the new ID token; when the new token has none, the
     /// metadata read earlier is kept. Tags are kept.
     @discardableResult
     public func update(_ id: CredentialID, token: Token) async throws(StorageError) -> StoredCredential {
-        guard var credential = try await storage.credential(for: id) else { throw .credentialNotFound(id) }
-        if token.idToken != nil {
-            credential.metadata = CredentialMetadata(token: token, tags: credential.metadata.tags)
-        } else {
-            credential.metadata.issuer = token.provider.issuer
-            credential.metadata.clientID = token.provider.clientID
-        }
-        credential.token = token
-        credential.updatedAt = now()
-        try await storage.update(credential)
-        logger.debug("credential updated", metadata: ["credential": "\(id)"])
-        events.send(.updated(id))
-        return credential
+        try await update(id) { credential in credential.replaceToken(with: token) }
     }
 
     /// Replaces the application tags of a stored credential.
     @discardableResult
     public func setTags(_ tags: [String: String], for id: CredentialID) async throws(StorageError) -> StoredCredential {
-        guard var credential = try await storage.credential(for: id) else { throw .credentialNotFound(id) }
-        credential.metadata.tags = tags
-        credential.updatedAt = now()
-        try await storage.update(credential)
-        events.send(.updated(id))
-        return credential
+        try await update(id) { credential in credential.metadata.tags = tags }
     }
 
     /// Removes a credential from this store (local only: no server is told, and its tokens stay
@@ -142,11 +173,20 @@ public actor CredentialStore {
     @discardableResult
     public func remove(_ id: CredentialID) async throws(StorageError) -> Bool {
         let deletion = try await storage.delete(id)
+        handles[id] = nil
         guard deletion.deleted else { return false }
         logger.debug("credential removed", metadata: ["credential": "\(id)"])
         events.send(.removed(id))
         if deletion.clearedDefault { events.send(.defaultChanged(nil)) }
         return true
+    }
+
+    /// Runs `body` holding the refresh lease of `id` (see
+    /// ``CredentialStorage/withRefreshLease(for:duration:_:)``).
+    func withRefreshLease<Result: Sendable>(
+        _ id: CredentialID, _ body: @Sendable () async -> Result
+    ) async throws(StorageError) -> Result {
+        try await storage.withRefreshLease(for: id, duration: refreshLeaseDuration, body)
     }
 
     // MARK: Providers
@@ -158,15 +198,25 @@ public actor CredentialStore {
     }
 
     /// The live handle of a stored credential with `provider`. Every call for the same
-    /// credential and provider returns the same handle, so concurrent callers share one refresh.
+    /// credential and provider returns the same handle while one is in use, so concurrent
+    /// callers share one refresh (callers of other handles and other processes wait on the
+    /// store's refresh lease instead).
     ///
     /// - Parameter clock: the clock the handle judges expiry by; the store's by default.
     public func credential(
         _ id: CredentialID, provider: any IdentityProvider, clock: (@Sendable () -> Date)? = nil
     ) -> Credential {
-        if let existing = handles[id], existing.provider.identity == provider.identity { return existing }
+        // Only a handle of this very provider object: a provider registered anew (another
+        // configuration, another transport) gets a handle of its own. Two handles of one
+        // credential still refresh once, through the store's refresh lease.
+        if let existing = handles[id]?.credential,
+            ObjectIdentifier(existing.provider as AnyObject) == ObjectIdentifier(provider as AnyObject)
+        {
+            return existing
+        }
+        handles = handles.filter { $0.value.credential != nil }
         let handle = Credential(id: id, store: self, provider: provider, now: clock ?? now)
-        handles[id] = handle
+        handles[id] = WeakCredential(credential: handle)
         return handle
     }
 
@@ -221,5 +271,31 @@ public actor CredentialStore {
     private func assignDefault(_ id: CredentialID?) async throws(StorageError) {
         try await storage.setDefaultCredentialID(id)
         events.send(.defaultChanged(id))
+    }
+}
+
+/// A handle the store does not keep alive.
+private struct WeakCredential {
+    weak var credential: Credential?
+}
+
+extension StoredCredential {
+    /// Replaces the tokens; account metadata is read again from the new ID token, or kept when
+    /// the new token has none. Tags are kept.
+    mutating func replaceToken(with token: Token) {
+        if token.idToken != nil {
+            let tags = metadata.tags
+            var fresh = CredentialMetadata(token: token, tags: tags)
+            // Claims the new ID token leaves out (a refresh's ID token is often thinner) keep
+            // the values read before.
+            fresh.preferredUsername = fresh.preferredUsername ?? metadata.preferredUsername
+            fresh.email = fresh.email ?? metadata.email
+            fresh.name = fresh.name ?? metadata.name
+            metadata = fresh
+        } else {
+            metadata.issuer = token.provider.issuer
+            metadata.clientID = token.provider.clientID
+        }
+        self.token = token
     }
 }

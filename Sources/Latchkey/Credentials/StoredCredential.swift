@@ -14,14 +14,24 @@ public struct StoredCredential: Sendable, Hashable, Identifiable, CustomStringCo
     public var createdAt: Date
     /// When the credential was last changed.
     public var updatedAt: Date
+    /// The record's version in its store: 1 when it is inserted, one more after every update.
+    ///
+    /// An update names the version it read, and storage refuses it with
+    /// ``StorageError/Code/versionConflict`` when the stored record has moved on (compare and
+    /// swap), so nothing is ever written back from a stale read.
+    public var version: Int
 
     /// Creates a stored credential from its parts.
-    public init(id: CredentialID, token: Token, metadata: CredentialMetadata, createdAt: Date, updatedAt: Date) {
+    public init(
+        id: CredentialID, token: Token, metadata: CredentialMetadata, createdAt: Date, updatedAt: Date,
+        version: Int = 1
+    ) {
         self.id = id
         self.token = token
         self.metadata = metadata
         self.createdAt = createdAt
         self.updatedAt = updatedAt
+        self.version = version
     }
 
     public var description: String {

@@ -76,8 +76,9 @@ public struct ProviderError: Error, Sendable, CustomStringConvertible {
         self.underlying = underlying
     }
 
-    /// Whether the same request may succeed later: no answer at all, a 5xx or 429, or the
-    /// provider's `temporarily_unavailable` / `server_error`. Everything else is final.
+    /// Whether the same request may succeed later: no answer at all, a 5xx or 429, the
+    /// provider's `temporarily_unavailable` / `server_error`, or a storage failure that is itself
+    /// retryable (``StorageError/isRetryable``). Everything else is final.
     public var isRetryable: Bool {
         switch code {
         case .transport, .timedOut: return true
@@ -86,7 +87,8 @@ public struct ProviderError: Error, Sendable, CustomStringConvertible {
             guard let status else { return false }
             return status >= 500 || status == 429 || status == 408
         case .storage:
-            return true
+            // A busy database may clear; a damaged store or a wrong key will not.
+            return (underlying as? StorageError)?.isRetryable ?? false
         default:
             return false
         }

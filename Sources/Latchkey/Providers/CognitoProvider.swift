@@ -74,7 +74,7 @@ public actor CognitoProvider: IdentityProvider {
     /// Cognito revokes access tokens together with their refresh token, never one by one.
     public nonisolated var revocableKinds: Set<TokenKind> { [.refreshToken] }
 
-    public func supportsGlobalSignOut() async -> Bool { true }
+    public func supportsGlobalSignOut() async throws(ProviderError) -> Bool { true }
 
     // MARK: Sign-in and refresh
 
@@ -84,6 +84,7 @@ public actor CognitoProvider: IdentityProvider {
         makeDefault: Bool = false
     ) async throws(ProviderError) -> Credential {
         let token = try await passwordToken(username: username, password: password)
+        await store.register(self)
         do {
             let stored = try await store.add(token, tags: tags, makeDefault: makeDefault)
             return await credential(stored.id, in: store)
@@ -108,7 +109,13 @@ public actor CognitoProvider: IdentityProvider {
         return try await token(from: answer, previous: nil)
     }
 
-    public func refresh(_ token: Token) async throws(ProviderError) -> Token {
+    /// Fetches the pool's JWKS before a refresh, so a new ID token can be verified once the
+    /// answer is stored.
+    public func prepareRefresh(of token: Token) async throws(ProviderError) {
+        _ = try await jwks(refetch: false)
+    }
+
+    public func exchangeRefreshToken(of token: Token) async throws(ProviderError) -> Token {
         guard let refreshToken = token.refreshToken else {
             throw ProviderError(.signInRequired, endpoint: .token, reason: "The credential has no refresh token.")
         }
@@ -119,7 +126,7 @@ public actor CognitoProvider: IdentityProvider {
                     "AuthFlow": .string("REFRESH_TOKEN_AUTH"), "ClientId": .string(configuration.clientID),
                     "AuthParameters": .object(["REFRESH_TOKEN": .string(refreshToken)]),
                 ], secrets: [refreshToken])
-            return try await self.token(from: answer, previous: token)
+            return try await self.token(from: answer, previous: token, verifyingIDToken: false)
         } catch {
             if error.oauthError == "NotAuthorizedException" {
                 throw ProviderError(
@@ -130,7 +137,15 @@ public actor CognitoProvider: IdentityProvider {
         }
     }
 
-    private func token(from answer: [String: JSONValue], previous: Token?) async throws(ProviderError) -> Token {
+    public func verifyRefreshedIDToken(of refreshed: Token, previous: Token) async throws(ProviderError) {
+        guard let idToken = refreshed.idToken, let accessToken = refreshed.accessToken else { return }
+        let subject = previous.idToken.flatMap(UnverifiedClaims.read)?["sub"]?.stringValue
+        try await verifyIDToken(idToken, accessToken: accessToken, subject: subject)
+    }
+
+    private func token(from answer: [String: JSONValue], previous: Token?, verifyingIDToken: Bool = true)
+        async throws(ProviderError) -> Token
+    {
         guard case .object(let result) = answer["AuthenticationResult"],
             let accessToken = result["AccessToken"]?.stringValue
         else {
@@ -141,7 +156,7 @@ public actor CognitoProvider: IdentityProvider {
             )
         }
         let idToken = result["IdToken"]?.stringValue
-        if let idToken {
+        if verifyingIDToken, let idToken {
             let previousSubject = previous?.idToken.flatMap(UnverifiedClaims.read)?["sub"]?.stringValue
             try await verifyIDToken(idToken, accessToken: accessToken, subject: previousSubject)
         }

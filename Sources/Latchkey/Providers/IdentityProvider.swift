@@ -7,9 +7,20 @@ public protocol IdentityProvider: Sendable {
     /// The issuer and client the provider's tokens belong to.
     var identity: ProviderIdentity { get }
 
-    /// Exchanges the refresh token of `token` for new tokens. A rejected refresh token throws
+    /// Fetches what a refresh of `token` needs besides the token endpoint's answer (metadata,
+    /// the keys that verify a new ID token), so that nothing can fail between spending a
+    /// refresh token and storing its successor.
+    func prepareRefresh(of token: Token) async throws(ProviderError)
+
+    /// Sends the refresh token of `token` to the token endpoint and returns the new tokens as
+    /// they came, merged over `token`: a new ID token in the answer is **not verified yet**
+    /// (see ``verifyRefreshedIDToken(of:previous:)``). A rejected refresh token throws
     /// ``ProviderError/Code/signInRequired``.
-    func refresh(_ token: Token) async throws(ProviderError) -> Token
+    func exchangeRefreshToken(of token: Token) async throws(ProviderError) -> Token
+
+    /// Verifies the ID token a refresh returned (`refreshed.idToken`), against the access token
+    /// it came with and the account of `previous`.
+    func verifyRefreshedIDToken(of refreshed: Token, previous: Token) async throws(ProviderError)
 
     /// Revokes one token (RFC 7009 or the provider's equivalent). Revoking a token the provider
     /// does not know is a success.
@@ -30,14 +41,33 @@ public protocol IdentityProvider: Sendable {
     /// ``ProviderError/Code/unsupported`` when the provider has no such endpoint.
     func endSession(idToken: String?) async throws(ProviderError) -> URL?
 
-    /// The kinds of token the provider can revoke one by one.
+    /// The kinds of token the provider can revoke one by one. The others it revokes only
+    /// together with the refresh token (Amazon Cognito's access tokens, say).
     var revocableKinds: Set<TokenKind> { get }
 
-    /// Whether the provider has a global sign-out.
-    func supportsGlobalSignOut() async -> Bool
+    /// Whether the provider has a global sign-out. Throws when that cannot be known now (its
+    /// metadata cannot be fetched), which is not the same as "no".
+    func supportsGlobalSignOut() async throws(ProviderError) -> Bool
 }
 
 extension IdentityProvider {
+    public func prepareRefresh(of token: Token) async throws(ProviderError) {}
+
+    public func verifyRefreshedIDToken(of refreshed: Token, previous: Token) async throws(ProviderError) {}
+
+    /// Refreshes `token` on its own: prepares, exchanges the refresh token and verifies a new ID
+    /// token. Nothing is stored, and nothing keeps two callers from spending the same refresh
+    /// token: use ``Credential/accessToken(minimumValidity:)`` or ``Credential/refresh()``,
+    /// which store the answer first and share one refresh among every caller.
+    public func refresh(_ token: Token) async throws(ProviderError) -> Token {
+        try await prepareRefresh(of: token)
+        let refreshed = try await exchangeRefreshToken(of: token)
+        if refreshed.idToken != token.idToken {
+            try await verifyRefreshedIDToken(of: refreshed, previous: token)
+        }
+        return refreshed
+    }
+
     public func globalSignOut(accessToken: String) async throws(ProviderError) {
         throw ProviderError(.unsupported, endpoint: .globalSignOut, reason: "The provider has no global sign-out.")
     }
@@ -48,7 +78,7 @@ extension IdentityProvider {
 
     public var revocableKinds: Set<TokenKind> { [.accessToken, .refreshToken, .deviceSecret] }
 
-    public func supportsGlobalSignOut() async -> Bool { false }
+    public func supportsGlobalSignOut() async throws(ProviderError) -> Bool { false }
 }
 
 /// An introspection answer (RFC 7662 §2.2).

@@ -23,6 +23,10 @@ public actor OpenIDProvider: IdentityProvider {
     let sleep: @Sendable (Duration) async throws -> Void
     private var cachedMetadata: ProviderMetadata?
     private var metadataTask: Task<Result<ProviderMetadata, ProviderError>, Never>?
+    /// The RFC 8414 document read for endpoints the OpenID configuration lacks: not yet asked
+    /// for (`nil`), or what it added (empty when there is none).
+    private var supplement: [EndpointKind: URL]?
+    private var supplementTask: Task<Result<[EndpointKind: URL], ProviderError>, Never>?
     private var cachedJWKS: JWKS?
 
     /// Creates a provider; discovery happens on first use (or pass `metadata` to skip it).
@@ -79,32 +83,34 @@ public actor OpenIDProvider: IdentityProvider {
         }
     }
 
-    private func fetchMetadata() async -> Result<ProviderMetadata, ProviderError> {
+    /// The two places a provider publishes its metadata: the OpenID configuration below the
+    /// issuer, and the RFC 8414 document, whose well-known segment goes between the host and
+    /// the issuer's path (RFC 8414 §3.1).
+    private var metadataLocations: (openID: URL?, oauth: URL?) {
         let issuer = configuration.issuer.absoluteString
         let trimmed = issuer.hasSuffix("/") ? String(issuer.dropLast()) : issuer
-        var candidates = [trimmed + "/.well-known/openid-configuration"]
-        // RFC 8414 §3.1: the well-known segment goes between the host and the issuer's path.
+        var oauth: URL?
         if let components = URLComponents(url: configuration.issuer, resolvingAgainstBaseURL: false),
             let scheme = components.scheme, let host = components.host
         {
             let port = components.port.map { ":\($0)" } ?? ""
             let path = components.path == "/" ? "" : components.path
-            candidates.append("\(scheme)://\(host)\(port)/.well-known/oauth-authorization-server\(path)")
+            oauth = URL(string: "\(scheme)://\(host)\(port)/.well-known/oauth-authorization-server\(path)")
         }
+        return (URL(string: trimmed + "/.well-known/openid-configuration"), oauth)
+    }
+
+    private func fetchMetadata() async -> Result<ProviderMetadata, ProviderError> {
+        let locations = metadataLocations
         var lastError = ProviderError(
             .missingEndpoint, endpoint: .discovery, reason: "No discovery document was found.")
-        for candidate in candidates {
-            guard let url = URL(string: candidate) else { continue }
+        for (index, location) in [locations.openID, locations.oauth].enumerated() {
+            guard let url = location else { continue }
             do {
-                let fields = try await requestJSON(.discovery, url: url, method: .get, form: nil)
-                var metadata = try ProviderMetadata(document: fields)
-                guard metadata.issuer == issuer || metadata.issuer == trimmed else {
-                    return .failure(
-                        ProviderError(
-                            .invalidResponse, endpoint: .discovery,
-                            reason: "The discovery document names another issuer than the one configured."))
-                }
+                var metadata = try await fetchDocument(url)
                 metadata.endpoints.merge(configuration.endpoints) { _, configured in configured }
+                // Read from the RFC 8414 document already: there is nothing to add from it.
+                if index == 1 { supplement = [:] }
                 return .success(metadata)
             } catch {
                 lastError = error
@@ -114,20 +120,71 @@ public actor OpenIDProvider: IdentityProvider {
         }
         if !configuration.endpoints.isEmpty, configuration.endpoints[.token] != nil {
             // Everything needed is configured: go on without discovery.
-            return .success(ProviderMetadata(issuer: issuer, endpoints: configuration.endpoints))
+            supplement = [:]
+            return .success(
+                ProviderMetadata(issuer: configuration.issuer.absoluteString, endpoints: configuration.endpoints))
         }
         return .failure(lastError)
     }
 
-    /// The URL of an endpoint, from configuration or discovery.
+    /// Fetches one metadata document and checks that it is this issuer's.
+    private func fetchDocument(_ url: URL) async throws(ProviderError) -> ProviderMetadata {
+        let issuer = configuration.issuer.absoluteString
+        let trimmed = issuer.hasSuffix("/") ? String(issuer.dropLast()) : issuer
+        let metadata = try ProviderMetadata(
+            document: try await requestJSON(.discovery, url: url, method: .get, form: nil))
+        guard metadata.issuer == issuer || metadata.issuer == trimmed else {
+            throw ProviderError(
+                .invalidResponse, endpoint: .discovery,
+                reason: "The discovery document names another issuer than the one configured.")
+        }
+        return metadata
+    }
+
+    /// The endpoints of the RFC 8414 document that the OpenID configuration lacks, fetched once
+    /// (concurrent callers share the fetch). A missing or foreign document adds nothing; a
+    /// network failure is thrown and the fetch is tried again next time.
+    private func supplementaryEndpoints() async throws(ProviderError) -> [EndpointKind: URL] {
+        if let supplement { return supplement }
+        if supplementTask == nil {
+            supplementTask = Task { await self.fetchSupplement() }
+        }
+        guard let task = supplementTask else { return [:] }
+        let result = await task.value
+        supplementTask = nil
+        let endpoints = try result.get()
+        supplement = endpoints
+        if var metadata = cachedMetadata {
+            metadata.endpoints.merge(endpoints) { existing, _ in existing }
+            cachedMetadata = metadata
+        }
+        return endpoints
+    }
+
+    private func fetchSupplement() async -> Result<[EndpointKind: URL], ProviderError> {
+        guard let url = metadataLocations.oauth else { return .success([:]) }
+        do {
+            let document = try await fetchDocument(url)
+            logger.debug(
+                "endpoints added from the RFC 8414 metadata",
+                metadata: ["endpoints": "\(document.endpoints.keys.map(\.rawValue).sorted())"])
+            return .success(document.endpoints)
+        } catch {
+            if error.isRetryable { return .failure(error) }
+            logger.debug("no RFC 8414 metadata to add", metadata: ["error": "\(error)"])
+            return .success([:])
+        }
+    }
+
+    /// The URL of an endpoint: from configuration, else from the OpenID configuration, else
+    /// from the RFC 8414 metadata (read only when the first lacks it).
     public func endpoint(_ kind: EndpointKind) async throws(ProviderError) -> URL {
         if let configured = configuration.endpoints[kind] { return configured }
-        guard let url = try await metadata().endpoints[kind] else {
-            throw ProviderError(
-                .missingEndpoint, endpoint: kind,
-                reason: "The provider has no \(kind) endpoint in its metadata; set one in the configuration.")
-        }
-        return url
+        if let url = try await metadata().endpoints[kind] { return url }
+        if let url = try await supplementaryEndpoints()[kind] { return url }
+        throw ProviderError(
+            .missingEndpoint, endpoint: kind,
+            reason: "The provider has no \(kind) endpoint in its metadata; set one in the configuration.")
     }
 
     // MARK: JWKS and ID tokens
@@ -169,9 +226,12 @@ public actor OpenIDProvider: IdentityProvider {
     // MARK: Token endpoint
 
     /// Sends a token request and turns the answer into a ``Token`` whose ID token (if any) was verified.
-    func tokenRequest(_ form: [(String, String)], nonce: String? = nil, previous: Token? = nil)
-        async throws(ProviderError) -> Token
-    {
+    ///
+    /// - Parameter verifyingIDToken: `false` for a refresh, whose ID token is verified only after
+    ///   the answer was stored (see ``IdentityProvider/verifyRefreshedIDToken(of:previous:)``).
+    func tokenRequest(
+        _ form: [(String, String)], nonce: String? = nil, previous: Token? = nil, verifyingIDToken: Bool = true
+    ) async throws(ProviderError) -> Token {
         let fields = try await requestJSON(
             .token, url: try await endpoint(.token), method: .post, form: form,
             authentication: configuration.authentication(for: .token), secrets: form.map(\.1))
@@ -182,7 +242,7 @@ public actor OpenIDProvider: IdentityProvider {
             throw ProviderError(
                 .invalidResponse, endpoint: .token, reason: "The token response is not valid.", underlying: error)
         }
-        if let idToken = response.idToken {
+        if verifyingIDToken, let idToken = response.idToken {
             let previousSubject = previous?.idToken.flatMap(UnverifiedClaims.read)?["sub"]?.stringValue
             _ = try await verifyIDToken(
                 idToken, nonce: nonce, accessToken: response.accessToken, subject: previousSubject)
@@ -209,13 +269,22 @@ public actor OpenIDProvider: IdentityProvider {
         ])
     }
 
-    public func refresh(_ token: Token) async throws(ProviderError) -> Token {
+    /// Fetches the metadata, and the JWKS when a new ID token may come back, before a refresh.
+    public func prepareRefresh(of token: Token) async throws(ProviderError) {
+        _ = try await endpoint(.token)
+        if token.idToken != nil || token.scopes?.contains("openid") == true {
+            _ = try await jwks(refetch: false)
+        }
+    }
+
+    public func exchangeRefreshToken(of token: Token) async throws(ProviderError) -> Token {
         guard let refreshToken = token.refreshToken else {
             throw ProviderError(.signInRequired, endpoint: .token, reason: "The credential has no refresh token.")
         }
         do {
             return try await tokenRequest(
-                [("grant_type", "refresh_token"), ("refresh_token", refreshToken)], previous: token)
+                [("grant_type", "refresh_token"), ("refresh_token", refreshToken)], previous: token,
+                verifyingIDToken: false)
         } catch {
             // Some providers answer a dead refresh token with a bare 400 and no OAuth error.
             if error.oauthError == .invalidGrant || (error.code == .httpStatus && error.status == 400) {
@@ -225,6 +294,12 @@ public actor OpenIDProvider: IdentityProvider {
             }
             throw error
         }
+    }
+
+    public func verifyRefreshedIDToken(of refreshed: Token, previous: Token) async throws(ProviderError) {
+        guard let idToken = refreshed.idToken else { return }
+        let subject = previous.idToken.flatMap(UnverifiedClaims.read)?["sub"]?.stringValue
+        _ = try await verifyIDToken(idToken, accessToken: refreshed.accessToken, subject: subject)
     }
 
     // MARK: Revocation, introspection, userinfo
@@ -264,7 +339,7 @@ public actor OpenIDProvider: IdentityProvider {
         let url: URL
         do {
             url = try await endpoint(.globalSignOut)
-        } catch {
+        } catch  where error.code == .missingEndpoint {
             throw ProviderError(
                 .unsupported, endpoint: .globalSignOut, reason: "The provider has no global sign-out endpoint.")
         }
@@ -272,9 +347,15 @@ public actor OpenIDProvider: IdentityProvider {
             .globalSignOut, url: url, method: .post, form: [], bearer: accessToken, secrets: [accessToken])
     }
 
-    /// Whether discovery or configuration names a global sign-out endpoint.
-    public func supportsGlobalSignOut() async -> Bool {
-        (try? await endpoint(.globalSignOut)) != nil
+    /// Whether discovery or configuration names a global sign-out endpoint. Throws when the
+    /// metadata cannot be fetched: "unknown" is not "no".
+    public func supportsGlobalSignOut() async throws(ProviderError) -> Bool {
+        do {
+            _ = try await endpoint(.globalSignOut)
+            return true
+        } catch  where error.code == .missingEndpoint {
+            return false
+        }
     }
 
     /// RP-initiated logout with `id_token_hint` (OpenID Connect RP-Initiated Logout 1.0 §2).
@@ -284,7 +365,7 @@ public actor OpenIDProvider: IdentityProvider {
         let base: URL
         do {
             base = try await endpoint(.endSession)
-        } catch {
+        } catch  where error.code == .missingEndpoint {
             throw ProviderError(
                 .unsupported, endpoint: .endSession, reason: "The provider has no end-session endpoint.")
         }

@@ -1,6 +1,7 @@
 import Crypto
 public import Foundation
 import HTTPTypes
+import Logging
 
 /// How a user signs in.
 public enum SignInMethod: Sendable {
@@ -78,13 +79,28 @@ extension OpenIDProvider {
         makeDefault: Bool = false
     ) async throws(ProviderError) -> Credential {
         let token = try await token(for: method, scopes: scopes)
+        let claims = await accountClaims(of: token)
+        await store.register(self)
         let stored: StoredCredential
         do {
-            stored = try await store.add(token, tags: tags, makeDefault: makeDefault)
+            stored = try await store.add(token, accountClaims: claims, tags: tags, makeDefault: makeDefault)
         } catch {
             throw .storage(error)
         }
         return await credential(stored.id, in: store)
+    }
+
+    /// The account's claims from userinfo when `token` has no ID token (a password grant at
+    /// many providers, or a provider that is OAuth only), so that the account has a name.
+    /// `nil` when the token has an ID token, or userinfo cannot tell: the sign-in goes on.
+    public func accountClaims(of token: Token) async -> [String: JSONValue]? {
+        guard token.idToken == nil, let accessToken = token.accessToken else { return nil }
+        do {
+            return try await userInfo(accessToken: accessToken)
+        } catch {
+            logger.debug("no account claims from userinfo", metadata: ["error": "\(error)"])
+            return nil
+        }
     }
 
     /// The tokens of a sign-in, not stored.

@@ -19,7 +19,7 @@ extension CredentialStore {
     public func signOut(_ scope: SignOutScope = .current, options: SignOutOptions = .local) async -> SignOutResult {
         // A sign-out cancelled before it began (the user pressed Cancel) changes nothing.
         if Task.isCancelled {
-            return .failed(SignOutError(reason: "The sign-out was cancelled; nothing changed."), [])
+            return .failed(SignOutError(.cancelled, reason: "The sign-out was cancelled; nothing changed."), [])
         }
         let credentials: [StoredCredential]
         do {
@@ -33,10 +33,13 @@ extension CredentialStore {
             }
         } catch {
             return .failed(
-                SignOutError(reason: "The credential store could not be read: \(error)", underlying: error), [])
+                SignOutError(
+                    .storageFailed, reason: "The credential store could not be read: \(error)", underlying: error,
+                    retryable: error.isRetryable), [])
         }
         if credentials.isEmpty, scope != .all {
-            return .failed(SignOutError(reason: "There is no such account signed in on this device."), [])
+            return .failed(
+                SignOutError(.noSuchAccount, reason: "There is no such account signed in on this device."), [])
         }
         var outcomes: [AccountSignOut] = []
         await withTaskGroup(of: AccountSignOut.self) { group in
@@ -68,108 +71,103 @@ extension CredentialStore {
         var failure: SignOutError?
     }
 
-    private func signOutAccount(_ credential: StoredCredential, options: SignOutOptions) async -> AccountSignOut {
-        var steps: [SignOutStep] = []
-        var token = credential.token
-        let provider = provider(for: token.provider)
-        let globalSupported = await provider?.supportsGlobalSignOut() ?? false
-        // Without a global mechanism, revoking the grant and ending the session is the fallback.
-        let fallback = options.global && !globalSupported
-        let revoke = options.revokeTokens || fallback
-        let endSession = options.endProviderSession || fallback
+    /// What the steps before the lease decided.
+    private struct Plan: Sendable {
+        var provider: (any IdentityProvider)?
+        var options: SignOutOptions
+        /// Whether the provider has a global sign-out: `nil` when that could not be found out.
+        var globalSupport: Result<Bool, ProviderError>?
+        var globalSupported: Bool { (try? globalSupport?.get()) == true }
+        /// Without a global mechanism (or when it is unknown), revoking the grant and ending
+        /// the session is the fallback.
+        var fallback: Bool { options.global && !globalSupported }
+        var revoke: Bool { options.revokeTokens || fallback }
+        var endSession: Bool { options.endProviderSession || fallback }
+    }
 
-        // 1. A global sign-out needs a valid access token: refresh an expired one first.
-        var accessTokenForGlobal = token.accessToken
-        if options.global, globalSupported, let provider {
-            if token.accessToken == nil || token.isExpired(at: now()) {
+    private func signOutAccount(_ snapshot: StoredCredential, options: SignOutOptions) async -> AccountSignOut {
+        var steps: [SignOutStep] = []
+        var plan = Plan(provider: provider(for: snapshot.token.provider), options: options)
+        if options.global, let provider = plan.provider {
+            do {
+                plan.globalSupport = .success(try await provider.supportsGlobalSignOut())
+            } catch {
+                plan.globalSupport = .failure(error)
+            }
+        }
+
+        // 1. A global sign-out needs a valid access token: refresh an expired one first, through
+        // the credential's own refresh (single-flight, under the refresh lease, stored at once).
+        if options.global, plan.globalSupported, let provider = plan.provider {
+            if snapshot.token.accessToken == nil || snapshot.token.isExpired(at: now()) {
                 do throws(ProviderError) {
-                    token = try await provider.refresh(token)
-                    _ = try? await update(credential.id, token: token)
-                    accessTokenForGlobal = token.accessToken
-                    steps.append(SignOutStep(credential, .refresh, .succeeded))
+                    _ = try await credential(snapshot.id, provider: provider).accessToken(minimumValidity: 0)
+                    steps.append(SignOutStep(snapshot, .refresh, .succeeded))
                 } catch {
-                    accessTokenForGlobal = nil
                     steps.append(
                         SignOutStep(
-                            credential, .refresh, .failed, reason: error.description, error: error,
+                            snapshot, .refresh, .failed, reason: error.description, error: error,
                             retryable: error.isRetryable))
                 }
             } else {
-                steps.append(SignOutStep(credential, .refresh, .skipped, reason: "the access token is still valid"))
+                steps.append(SignOutStep(snapshot, .refresh, .skipped, reason: "the access token is still valid"))
             }
         }
+
+        // 2. The rest holds the refresh lease: no refresh interleaves, so the tokens revoked are
+        // the tokens removed.
+        let earlier = steps
+        let decided = plan
+        do {
+            return try await withRefreshLease(snapshot.id) {
+                await self.signOutHoldingLease(snapshot, plan: decided, steps: earlier)
+            }
+        } catch {
+            return AccountSignOut(
+                account: snapshot.id, steps: steps,
+                failure: SignOutError(
+                    .storageFailed, account: snapshot.id,
+                    reason: "The credential store failed before the sign-out began; still signed in: \(error)",
+                    underlying: error, retryable: error.isRetryable))
+        }
+    }
+
+    private func signOutHoldingLease(_ snapshot: StoredCredential, plan: Plan, steps earlier: [SignOutStep]) async
+        -> AccountSignOut
+    {
+        var steps = earlier
+        let credential: StoredCredential
+        do {
+            guard let current = try await self.credential(for: snapshot.id) else {
+                steps.append(
+                    SignOutStep(snapshot, .localRemoval, .skipped, reason: "already removed from this device"))
+                return AccountSignOut(account: snapshot.id, steps: steps)
+            }
+            credential = current
+        } catch {
+            return AccountSignOut(
+                account: snapshot.id, steps: steps,
+                failure: SignOutError(
+                    .storageFailed, account: snapshot.id,
+                    reason: "The credential store could not be read; still signed in: \(error)", underlying: error,
+                    retryable: error.isRetryable))
+        }
+        let token = credential.token
+        let provider = plan.provider
+        let options = plan.options
 
         // 2. The global sign-out first: it needs the access token, which a revocation of the
         // access token (or of the grant) running at the same time could kill.
-        let current = token
-        let accessToken = accessTokenForGlobal
         if options.global {
-            steps.append(
-                await globalSignOutStep(
-                    credential, provider: provider, supported: globalSupported, accessToken: accessToken))
+            let accessToken = token.isExpired(at: now()) ? nil : token.accessToken
+            steps.append(await globalSignOutStep(credential, plan: plan, accessToken: accessToken))
         }
 
         // 3. Revocations and the end of the provider session, all at once.
-        let serverSteps = await withTaskGroup(of: [SignOutStep].self) { group -> [SignOutStep] in
-            if revoke {
-                for kind in [TokenKind.accessToken, .refreshToken, .deviceSecret] {
-                    guard let value = current.value(of: kind) else { continue }
-                    group.addTask {
-                        guard let provider else { return [Self.noProvider(credential, .revoke(kind))] }
-                        guard provider.revocableKinds.contains(kind) else {
-                            return [
-                                SignOutStep(
-                                    credential, .revoke(kind), .skipped,
-                                    reason: "the provider revokes it together with the refresh token")
-                            ]
-                        }
-                        do throws(ProviderError) {
-                            try await provider.revoke(value, kind: kind)
-                            return [SignOutStep(credential, .revoke(kind), .succeeded)]
-                        } catch {
-                            return [
-                                SignOutStep(
-                                    credential, .revoke(kind), .failed, reason: error.description, error: error,
-                                    retryable: error.isRetryable)
-                            ]
-                        }
-                    }
-                }
-            }
-            if endSession {
-                group.addTask {
-                    guard let provider else { return [Self.noProvider(credential, .endSession)] }
-                    do throws(ProviderError) {
-                        if let url = try await provider.endSession(idToken: current.idToken) {
-                            return [
-                                SignOutStep(
-                                    credential, .endSession, .skipped,
-                                    reason: "the provider needs a browser to end its session",
-                                    browserURL: url)
-                            ]
-                        }
-                        return [SignOutStep(credential, .endSession, .succeeded)]
-                    } catch {
-                        if error.code == .unsupported && !options.endProviderSession {
-                            return [
-                                SignOutStep(
-                                    credential, .endSession, .skipped,
-                                    reason: "the provider has no end-session endpoint")
-                            ]
-                        }
-                        return [
-                            SignOutStep(
-                                credential, .endSession, .failed, reason: error.description, error: error,
-                                retryable: error.isRetryable)
-                        ]
-                    }
-                }
-            }
-            var collected: [SignOutStep] = []
-            for await steps in group { collected += steps }
-            return collected.sorted { Self.rank($0.kind) < Self.rank($1.kind) }
-        }
-        steps += serverSteps
+        async let revocationSteps = revocationSteps(credential, provider: provider, enabled: plan.revoke)
+        async let sessionStep = endSessionStep(credential, provider: provider, plan: plan)
+        steps += await revocationSteps
+        if let step = await sessionStep { steps.append(step) }
 
         // 4. Hooks, in order.
         for hook in options.hooks {
@@ -196,7 +194,16 @@ extension CredentialStore {
             var remaining = token
             for kind in revokedKinds { remaining.discard(kind) }
             if remaining.isUsable(at: now()) {
-                _ = try? await update(credential.id, token: remaining)
+                do {
+                    // Only the values that were revoked leave the store.
+                    try await update(credential.id) { stored in
+                        for kind in revokedKinds where stored.token.value(of: kind) == token.value(of: kind) {
+                            stored.token.discard(kind)
+                        }
+                    }
+                } catch {
+                    logger.debug("revoked tokens could not be dropped", metadata: ["error": "\(error)"])
+                }
             }
             steps.append(
                 SignOutStep(credential, .localRemoval, .skipped, reason: "a server step failed; still signed in"))
@@ -204,10 +211,10 @@ extension CredentialStore {
             return AccountSignOut(
                 account: credential.id, steps: steps,
                 failure: SignOutError(
-                    account: credential.id,
+                    .serverStepFailed, account: credential.id,
                     reason:
                         "Still signed in as \(credential.metadata.displayName ?? credential.id.rawValue): \(failed?.kind.description ?? "a server step") failed.",
-                    underlying: failed?.error))
+                    underlying: failed?.error, retryable: failed?.isRetryable ?? false))
         }
 
         // 5b. Always local: failed revocations wait in the outbox, never in the credential store.
@@ -239,23 +246,85 @@ extension CredentialStore {
         } catch {
             steps.append(
                 SignOutStep(
-                    credential, .localRemoval, .failed, reason: error.description, error: error, retryable: true))
+                    credential, .localRemoval, .failed, reason: error.description, error: error,
+                    retryable: error.isRetryable))
             return AccountSignOut(
                 account: credential.id, steps: steps,
                 failure: SignOutError(
-                    account: credential.id, reason: "The credential could not be removed from this device: \(error)",
-                    underlying: error))
+                    .localRemovalFailed, account: credential.id,
+                    reason: "The credential could not be removed from this device: \(error)", underlying: error,
+                    retryable: error.isRetryable))
         }
     }
 
-    private func globalSignOutStep(
-        _ credential: StoredCredential, provider: (any IdentityProvider)?, supported: Bool, accessToken: String?
-    ) async -> SignOutStep {
-        guard let provider else { return Self.noProvider(credential, .globalSignOut) }
-        guard supported else {
+    /// One step per token the credential holds, through the shared revocation fan-out.
+    private func revocationSteps(_ credential: StoredCredential, provider: (any IdentityProvider)?, enabled: Bool)
+        async -> [SignOutStep]
+    {
+        guard enabled else { return [] }
+        let kinds = [TokenKind.accessToken, .refreshToken, .deviceSecret].filter {
+            credential.token.value(of: $0) != nil
+        }
+        guard let provider else { return kinds.map { Self.noProvider(credential, .revoke($0)) } }
+        let outcomes = await RevocationFanOut.revoke(kinds, of: credential.token, at: provider)
+        return kinds.compactMap { kind -> SignOutStep? in
+            switch outcomes[kind] {
+            case .revoked?:
+                return SignOutStep(credential, .revoke(kind), .succeeded)
+            case .endsWithRefreshToken?:
+                return SignOutStep(
+                    credential, .revoke(kind), .skipped,
+                    reason: "the provider revokes it together with the refresh token")
+            case .failed(let error)?:
+                return SignOutStep(
+                    credential, .revoke(kind), .failed, reason: error.description, error: error,
+                    retryable: error.isRetryable)
+            case .notPresent?, nil:
+                return nil
+            }
+        }
+    }
+
+    private func endSessionStep(_ credential: StoredCredential, provider: (any IdentityProvider)?, plan: Plan) async
+        -> SignOutStep?
+    {
+        guard plan.endSession else { return nil }
+        guard let provider else { return Self.noProvider(credential, .endSession) }
+        do throws(ProviderError) {
+            if let url = try await provider.endSession(idToken: credential.token.idToken) {
+                return SignOutStep(
+                    credential, .endSession, .skipped, reason: "the provider needs a browser to end its session",
+                    browserURL: url)
+            }
+            return SignOutStep(credential, .endSession, .succeeded)
+        } catch {
+            if error.code == .unsupported && !plan.options.endProviderSession {
+                return SignOutStep(
+                    credential, .endSession, .skipped, reason: "the provider has no end-session endpoint")
+            }
+            return SignOutStep(
+                credential, .endSession, .failed, reason: error.description, error: error,
+                retryable: error.isRetryable)
+        }
+    }
+
+    private func globalSignOutStep(_ credential: StoredCredential, plan: Plan, accessToken: String?) async
+        -> SignOutStep
+    {
+        guard let provider = plan.provider else { return Self.noProvider(credential, .globalSignOut) }
+        switch plan.globalSupport {
+        case .failure(let error)?:
+            return SignOutStep(
+                credential, .globalSignOut, .failed,
+                reason:
+                    "whether the provider has a global sign-out could not be found out (\(error)); fell back to revoking the grant and ending the provider session",
+                error: error, retryable: error.isRetryable)
+        case .success(false)?, nil:
             return SignOutStep(
                 credential, .globalSignOut, .skipped,
                 reason: "unsupported by the provider; fell back to revoking the grant and ending the provider session")
+        case .success(true)?:
+            break
         }
         guard let accessToken else {
             return SignOutStep(

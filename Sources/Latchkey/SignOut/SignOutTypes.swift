@@ -144,12 +144,51 @@ public struct SignOutStep: Sendable, CustomStringConvertible {
 
 /// Why a sign-out left the user signed in.
 public struct SignOutError: Error, Sendable, CustomStringConvertible {
+    /// What went wrong, as a value to compare with `==`.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private enum Base: String, Sendable, Hashable {
+            case cancelled, storageFailed, noSuchAccount, serverStepFailed, localRemovalFailed
+        }
+
+        private let base: Base
+
+        /// The sign-out was cancelled before it began; nothing changed.
+        public static let cancelled = Code(base: .cancelled)
+        /// The credential store could not be read or its refresh lease taken; nothing changed.
+        public static let storageFailed = Code(base: .storageFailed)
+        /// No account matches the scope on this device.
+        public static let noSuchAccount = Code(base: .noSuchAccount)
+        /// A server step failed under ``SignOutPolicy/serverFirst``: the account stays signed in.
+        public static let serverStepFailed = Code(base: .serverStepFailed)
+        /// The credential could not be removed from this device.
+        public static let localRemovalFailed = Code(base: .localRemovalFailed)
+
+        public var description: String { base.rawValue }
+    }
+
+    /// What went wrong.
+    public var code: Code
     /// The account still signed in.
     public var account: CredentialID?
     /// What happened.
     public var reason: String
     /// The error behind it.
     public var underlying: (any Error & Sendable)?
+    /// Whether signing out again later may succeed (a server or a store that was unreachable,
+    /// say); a missing account or a damaged store stays as it is.
+    public var isRetryable: Bool
+
+    /// Creates an error.
+    public init(
+        _ code: Code, account: CredentialID? = nil, reason: String, underlying: (any Error & Sendable)? = nil,
+        retryable: Bool = false
+    ) {
+        self.code = code
+        self.account = account
+        self.reason = reason
+        self.underlying = underlying
+        self.isRetryable = retryable
+    }
 
     public var description: String { reason }
 }

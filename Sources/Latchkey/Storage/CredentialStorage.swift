@@ -18,7 +18,11 @@ public protocol CredentialStorage: Sendable {
     /// Adds a credential; throws ``StorageError/Code/duplicateCredential`` when the identifier is taken.
     func insert(_ credential: StoredCredential) async throws(StorageError)
 
-    /// Replaces a credential; throws ``StorageError/Code/credentialNotFound`` when it is absent.
+    /// Replaces a credential if the stored record still has `credential.version`, and stores it
+    /// as version `credential.version + 1` (compare and swap).
+    ///
+    /// Throws ``StorageError/Code/versionConflict`` and changes nothing when the stored record
+    /// has another version, and ``StorageError/Code/credentialNotFound`` when it is absent.
     func update(_ credential: StoredCredential) async throws(StorageError)
 
     /// Deletes a credential and, in the same atomic step, clears the default if it pointed to it.
@@ -31,6 +35,21 @@ public protocol CredentialStorage: Sendable {
     ///
     /// Throws ``StorageError/Code/credentialNotFound`` when `id` names no stored credential.
     func setDefaultCredentialID(_ id: CredentialID?) async throws(StorageError)
+
+    /// Runs `body` while holding the refresh lease of credential `id`.
+    ///
+    /// While one holder runs its body, no other holder of the same storage runs a body for that
+    /// credential: not another task, not another process sharing the database file, not another
+    /// machine sharing the database. This is where a refresh happens (take the lease, read the
+    /// credential again, refresh only if it is still stale, store the result, release), so that
+    /// many callers cause one refresh and a rotated refresh token is never sent twice.
+    ///
+    /// Waiting for the lease never blocks a thread and never polls faster than a provider could
+    /// answer. A holder that dies without releasing the lease loses it after `duration` at the
+    /// latest. Throws ``StorageError/Code/cancelled`` when the task is cancelled while waiting.
+    func withRefreshLease<Result: Sendable>(
+        for id: CredentialID, duration: Duration, _ body: @Sendable () async -> Result
+    ) async throws(StorageError) -> Result
 
     // MARK: The revocation outbox
 

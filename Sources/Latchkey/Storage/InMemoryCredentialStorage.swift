@@ -8,6 +8,8 @@ public actor InMemoryCredentialStorage: CredentialStorage {
     private var order: [CredentialID] = []
     private var defaultID: CredentialID?
     private var outbox: [UUID: OutboxEntry] = [:]
+    /// The credentials whose refresh lease is held, with the holders waiting for each, in order.
+    private var leases: [CredentialID: [CheckedContinuation<Void, Never>]] = [:]
 
     /// Creates empty storage.
     public init() {}
@@ -26,12 +28,17 @@ public actor InMemoryCredentialStorage: CredentialStorage {
 
     public func insert(_ credential: StoredCredential) throws(StorageError) {
         guard credentials[credential.id] == nil else { throw .duplicateCredential(credential.id) }
+        var credential = credential
+        credential.version = 1
         credentials[credential.id] = credential
         order.append(credential.id)
     }
 
     public func update(_ credential: StoredCredential) throws(StorageError) {
-        guard credentials[credential.id] != nil else { throw .credentialNotFound(credential.id) }
+        guard let stored = credentials[credential.id] else { throw .credentialNotFound(credential.id) }
+        guard stored.version == credential.version else { throw .versionConflict(credential.id) }
+        var credential = credential
+        credential.version += 1
         credentials[credential.id] = credential
     }
 
@@ -52,6 +59,26 @@ public actor InMemoryCredentialStorage: CredentialStorage {
     public func setDefaultCredentialID(_ id: CredentialID?) throws(StorageError) {
         if let id, credentials[id] == nil { throw .credentialNotFound(id) }
         defaultID = id
+    }
+
+    /// In memory, only this process's tasks share the storage, and a holder cannot die without
+    /// the storage dying with it: the lease is a queue, and `duration` does not apply.
+    public func withRefreshLease<Result: Sendable>(
+        for id: CredentialID, duration: Duration, _ body: @Sendable () async -> Result
+    ) async throws(StorageError) -> Result {
+        if leases[id] == nil {
+            leases[id] = []
+        } else {
+            await withCheckedContinuation { leases[id, default: []].append($0) }
+        }
+        let result = await body()
+        if let next = leases[id]?.first {
+            leases[id]?.removeFirst()
+            next.resume()
+        } else {
+            leases[id] = nil
+        }
+        return result
     }
 
     public func enqueue(_ entry: OutboxEntry) throws(StorageError) {

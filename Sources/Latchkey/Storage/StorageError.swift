@@ -8,7 +8,7 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
         private enum Base: String, Sendable, Hashable {
             case corruptDatabase, wrongKey, invalidKeyFile, missingKeyFile, folderNotAccessible,
                 fileNotAccessible, unsupportedSchema, corruptRecord, credentialNotFound,
-                duplicateCredential, databaseFailure
+                duplicateCredential, databaseFailure, versionConflict, cancelled
         }
 
         private let base: Base
@@ -35,6 +35,11 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
         public static let duplicateCredential = Code(base: .duplicateCredential)
         /// The database reported another failure (busy for too long, disk full, I/O error).
         public static let databaseFailure = Code(base: .databaseFailure)
+        /// The credential changed since it was read: the write was refused and changed nothing.
+        /// Read it again and retry.
+        public static let versionConflict = Code(base: .versionConflict)
+        /// The task was cancelled while it waited (for a refresh lease, say); nothing changed.
+        public static let cancelled = Code(base: .cancelled)
 
         public var description: String { base.rawValue }
     }
@@ -47,13 +52,24 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
     public let reason: String
     /// The error that caused this one, if any.
     public let underlying: (any Error & Sendable)?
+    /// Whether the same operation may succeed if tried again later: a busy or full database, an
+    /// I/O error, a write that lost a race. A damaged store, a wrong key or a missing file stay
+    /// as they are until someone fixes them, so they are never retryable.
+    public let isRetryable: Bool
 
     /// Creates a storage error.
-    public init(_ code: Code, path: String? = nil, reason: String, underlying: (any Error & Sendable)? = nil) {
+    ///
+    /// - Parameter retryable: whether a retry can help; by default only
+    ///   ``Code/versionConflict`` is.
+    public init(
+        _ code: Code, path: String? = nil, reason: String, underlying: (any Error & Sendable)? = nil,
+        retryable: Bool? = nil
+    ) {
         self.code = code
         self.path = path
         self.reason = reason
         self.underlying = underlying
+        self.isRetryable = retryable ?? (code == .versionConflict)
     }
 
     public var description: String {
@@ -64,6 +80,17 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
     /// The error a backend reports when an identifier is missing.
     package static func credentialNotFound(_ id: CredentialID) -> StorageError {
         StorageError(.credentialNotFound, reason: "No stored credential has the id \(id).")
+    }
+
+    /// The error a backend reports when an update names a version that is no longer stored.
+    package static func versionConflict(_ id: CredentialID) -> StorageError {
+        StorageError(
+            .versionConflict, reason: "The credential \(id) changed since it was read; the write was refused.")
+    }
+
+    /// The error a backend reports when a task is cancelled while it waits for a lease.
+    package static func cancelledWaitingForLease(_ id: CredentialID) -> StorageError {
+        StorageError(.cancelled, reason: "Cancelled while waiting for the refresh lease of \(id); nothing changed.")
     }
 
     /// The error a backend reports when an identifier is taken.

@@ -38,28 +38,34 @@ struct Login: AsyncParsableCommand {
         }
         let password = passwordStdin ? try readSecretFromStandardInput("password") : nil
         await session.retryDueOutbox()
-        let token: Token
+        let tags = [Home.providerTag: entry.name]
+        let credential: Credential
         do {
             if let cognito = client as? CognitoProvider {
                 guard let username, let password else {
                     throw CLIError.input("Cognito accounts sign in with --username and --password-stdin.")
                 }
-                token = try await cognito.passwordToken(username: username, password: password)
+                credential = try await cognito.signIn(
+                    username: username, password: password, into: session.store, tags: tags, makeDefault: makeDefault)
             } else if let openID = client as? OpenIDProvider {
-                token = try await openID.token(for: method(password: password), scopes: nil)
+                credential = try await openID.signIn(
+                    method(password: password), into: session.store, tags: tags, makeDefault: makeDefault)
             } else {
                 throw CLIError.input("This provider cannot sign in accounts.")
             }
         } catch let error as ProviderError {
             Output.endProgress()
+            if error.code == .storage {
+                throw CLIError.failed("The credential could not be stored: \(error)")
+            }
             throw CLIError.provider(error, doing: "Sign-in failed")
         }
         Output.endProgress()
         let stored: StoredCredential
         do {
-            stored = try await session.store.add(token, tags: [Home.providerTag: entry.name], makeDefault: makeDefault)
+            stored = try await credential.stored()
         } catch {
-            throw CLIError.failed("The credential could not be stored: \(error)")
+            throw CLIError.failed("The credential could not be read back: \(error)")
         }
         let isDefault = (try? await session.store.default?.id) == stored.id
         let name = stored.metadata.displayName ?? stored.id.rawValue

@@ -119,6 +119,7 @@ struct Revoke: AsyncParsableCommand {
                         switch outcome {
                         case .revoked: (kind.rawValue, JSONValue.string("revoked"))
                         case .notPresent: (kind.rawValue, .string("not-present"))
+                        case .endsWithRefreshToken: (kind.rawValue, .string("ends-with-refresh-token"))
                         case .failed(let error): (kind.rawValue, .string("failed: \(error)"))
                         }
                     }))
@@ -128,6 +129,8 @@ struct Revoke: AsyncParsableCommand {
                 switch outcome {
                 case .revoked: Output.line("\(Output.mark(true)) \(kind) revoked")
                 case .notPresent: Output.line("- \(kind): none")
+                case .endsWithRefreshToken:
+                    Output.line("- \(kind): not revoked on its own; the provider revokes it with the refresh token")
                 case .failed(let error): Output.line("\(Output.mark(false)) \(kind): \(error)")
                 }
             }

@@ -3,6 +3,7 @@ import Foundation
 import Latchkey
 import LatchkeyHTTP
 import LatchkeySQLite
+import Logging
 
 #if canImport(Glibc)
     import Glibc
@@ -114,11 +115,23 @@ struct Home {
 
     // MARK: The store
 
+    /// Diagnostics on standard error at the level `LATCHKEY_LOG` names (`debug`, `trace`, …);
+    /// nothing when it is unset. Token values never reach a log line.
+    static let logger: Logger? = {
+        guard let name = ProcessInfo.processInfo.environment["LATCHKEY_LOG"], !name.isEmpty,
+            let level = Logger.Level(rawValue: name.lowercased())
+        else { return nil }
+        var logger = Logger(label: "latchkey") { label in StreamLogHandler.standardError(label: label) }
+        logger.logLevel = level
+        logger[metadataKey: "pid"] = "\(getpid())"
+        return logger
+    }()
+
     /// The store, with every configured provider registered.
     func openStore(requestTimeout: Duration = .seconds(15)) async throws -> Session {
         let store: CredentialStore
         do {
-            store = try await CredentialStore.sqlite(at: databasePath)
+            store = try await CredentialStore.sqlite(at: databasePath, logger: Self.logger)
         } catch {
             throw CLIError.failed("The credential store cannot be opened: \(error)")
         }
@@ -154,7 +167,7 @@ struct Home {
                     issuer: issuer, clientID: entry.clientID, authentication: authentication,
                     scopes: entry.scopes ?? ["openid", "profile", "email", "offline_access"], endpoints: endpoints,
                     requestOptions: options),
-                transport: transport)
+                transport: transport, logger: logger)
         case .cognito:
             guard let region = entry.region, let pool = entry.userPoolID else {
                 throw CLIError.input("The Cognito provider \(entry.name) lacks its region or user pool.")
@@ -163,7 +176,7 @@ struct Home {
                 configuration: CognitoConfiguration(
                     region: region, userPoolID: pool, clientID: entry.clientID,
                     endpoint: entry.endpointURL.flatMap(URL.init(string:)), requestOptions: options),
-                transport: transport)
+                transport: transport, logger: logger)
         }
     }
 }

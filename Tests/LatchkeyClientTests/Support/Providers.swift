@@ -99,8 +99,8 @@ func makeHarness(
     now: (@Sendable () -> Date)? = nil,
     tweak: (inout OpenIDProviderConfiguration) -> Void = { _ in }
 ) async throws -> Harness {
-    let store = CredentialStore(storage: InMemoryCredentialStorage(), logger: TraceLog.logger("store"))
     let clock = now ?? { Date() }
+    let store = CredentialStore(storage: InMemoryCredentialStorage(), logger: TraceLog.logger("store"), now: clock)
     switch kind {
     case .dev:
         let dev = try await DevProvider.start(
@@ -165,6 +165,8 @@ func withHarness(
 final class ManualClock: Sendable {
     private let offset = Mutex<TimeInterval>(0)
     var now: Date { Date().addingTimeInterval(offset.withLock { $0 }) }
+    /// The clock as the closure stores, providers and handles take.
+    var function: @Sendable () -> Date { { self.now } }
     func advance(_ seconds: TimeInterval) { offset.withLock { $0 += seconds } }
 }
 
