@@ -47,6 +47,10 @@ struct CLIGlewlwydTests {
         // the chain when one comes back, so a second one would also fail a process above.
         let refreshes = runs.flatMap { $0.stderr.split(separator: "\n") }.filter { $0.hasSuffix("] refreshing") }
         #expect(refreshes.count == 1)
+        // Debug logging names requests, refreshes and leases, never a token.
+        let printed = try #require(runs.first?.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+        #expect(!printed.isEmpty)
+        for run in runs { #expect(!run.stderr.contains(printed)) }
         let refreshed = try await a.run("refresh")
         #expect(refreshed.status == 0, "the chain is alive: \(refreshed.stderr)")
         #expect(try await a.run("userinfo").status == 0)
