@@ -126,7 +126,11 @@ let package = Package(
         ),
         .testTarget(
             name: "LatchkeyTests",
-            dependencies: ["Latchkey", "LatchkeySQLite", "LatchkeyTestSupport"],
+            dependencies: [
+                "Latchkey", "LatchkeySQLite", "LatchkeyTestSupport",
+                // The schema-upgrade test writes an old store's rows itself.
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
             swiftSettings: strictSettings
         ),
         // The client against the development provider and Glewlwyd, over real HTTP on loopback.

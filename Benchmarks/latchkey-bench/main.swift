@@ -121,7 +121,8 @@ do {
         try await outboxStore.storage.enqueue(
             OutboxEntry(
                 provider: provider.identity, kind: .refreshToken, token: "queued-\(index)", account: "bench",
-                tokenExpiresAt: nil, createdAt: Date(), attempts: 1, nextAttemptAt: Date(), lastError: nil))
+                tokenExpiresAt: nil, createdAt: Date(), attempts: 1, nextAttemptAt: Date(), lastError: nil),
+            limit: .max)
     }
     let drainStart = ContinuousClock.now
     let drained = await outboxStore.drainOutbox(DrainOptions(maximumConcurrency: 32))

@@ -108,11 +108,17 @@ public final class SQLiteCredentialStorage: CredentialStorage {
     // MARK: CredentialStorage
 
     public func all() async throws(StorageError) -> [StoredCredential] {
-        try await fetch("SELECT \(Self.columns) FROM credential ORDER BY created_at, rowid", [])
+        try await credentials(CredentialRecord.order(Column("created_at"), Column("rowid"))).credentials
     }
 
     public func credential(for id: CredentialID) async throws(StorageError) -> StoredCredential? {
-        try await fetch("SELECT \(Self.columns) FROM credential WHERE id = ?", [id.rawValue]).first
+        let read = try await credentials(CredentialRecord.filter(key: id.rawValue))
+        if let damaged = read.damaged.first {
+            throw StorageError(
+                .corruptRecord, path: path,
+                reason: "The stored credential \(damaged.id) cannot be read: \(damaged.reason).")
+        }
+        return read.credentials.first
     }
 
     public func credentials(matching query: CredentialQuery) async throws(StorageError) -> [StoredCredential] {
@@ -123,256 +129,210 @@ public final class SQLiteCredentialStorage: CredentialStorage {
         case .email(let email): (column, value) = ("email", email)
         case .issuer(let issuer): (column, value) = ("issuer", issuer)
         }
-        return try await fetch(
-            "SELECT \(Self.columns) FROM credential WHERE \(column) = ? ORDER BY created_at, rowid", [value])
+        return try await credentials(
+            CredentialRecord.filter(Column(column) == value).order(Column("created_at"), Column("rowid"))
+        ).credentials
     }
 
     public func insert(_ credential: StoredCredential) async throws(StorageError) {
-        let row = try encode(credential)
+        var inserted = credential
+        inserted.version = 1
+        let record = try CredentialRecord(inserted, sealer: sealer)
         try await write { db in
-            guard try Bool.fetchOne(db, sql: "SELECT 1 FROM credential WHERE id = ?", arguments: [row.id]) == nil else {
+            guard try CredentialRecord.exists(db, key: record.id) == false else {
                 throw StorageError.duplicateCredential(credential.id)
             }
-            try db.execute(
-                sql: """
-                    INSERT INTO credential (subject, username, email, issuer, metadata, sealed_token, created_at, updated_at, id)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """,
-                arguments: row.arguments)
+            try record.insert(db)
         }
     }
 
     public func update(_ credential: StoredCredential) async throws(StorageError) {
-        let row = try encode(credential)
+        // The row is sealed as the version it becomes.
+        var next = credential
+        next.version += 1
+        let record = try CredentialRecord(next, sealer: sealer)
         try await write { db in
             try db.execute(
                 sql: """
                     UPDATE credential SET subject = ?, username = ?, email = ?, issuer = ?, metadata = ?,
-                        sealed_token = ?, created_at = ?, updated_at = ?, version = version + 1
+                        sealed_token = ?, created_at = ?, updated_at = ?, version = ?
                     WHERE id = ? AND version = ?
                     """,
-                arguments: row.arguments + [credential.version])
+                arguments: [
+                    record.subject, record.username, record.email, record.issuer, record.metadata, record.sealedToken,
+                    record.createdAt, record.updatedAt, record.version, record.id, credential.version,
+                ])
             guard db.changesCount == 0 else { return }
-            guard try Bool.fetchOne(db, sql: "SELECT 1 FROM credential WHERE id = ?", arguments: [row.id]) != nil
-            else { throw StorageError.credentialNotFound(credential.id) }
+            guard try CredentialRecord.exists(db, key: record.id) else {
+                throw StorageError.credentialNotFound(credential.id)
+            }
             throw StorageError.versionConflict(credential.id)
         }
     }
 
     public func delete(_ id: CredentialID) async throws(StorageError) -> StorageDeletion {
-        try await write { db in
-            try db.execute(sql: "DELETE FROM credential WHERE id = ?", arguments: [id.rawValue])
-            guard db.changesCount == 1 else { return StorageDeletion(deleted: false, clearedDefault: false) }
-            try db.execute(
-                sql: "DELETE FROM setting WHERE name = 'default_credential' AND value = ?", arguments: [id.rawValue])
-            return StorageDeletion(deleted: true, clearedDefault: db.changesCount == 1)
+        let sealer = self.sealer
+        return try await write { db in
+            guard try CredentialRecord.deleteOne(db, key: id.rawValue) else {
+                return StorageDeletion(deleted: false, clearedDefault: false)
+            }
+            guard case .some(id) = try Self.defaultMarker(db, sealer: sealer) else {
+                return StorageDeletion(deleted: true, clearedDefault: false)
+            }
+            try db.execute(sql: "DELETE FROM setting WHERE name = 'default_credential'")
+            return StorageDeletion(deleted: true, clearedDefault: true)
         }
     }
 
     public func defaultCredentialID() async throws(StorageError) -> CredentialID? {
-        do {
-            return try await pool.read { db in
-                try String.fetchOne(db, sql: "SELECT value FROM setting WHERE name = 'default_credential'")
-            }.map(CredentialID.init(rawValue:))
-        } catch {
-            throw Self.storageError(error, path: path)
+        let sealer = self.sealer
+        let path = self.path
+        return try await read { db in
+            switch try Self.defaultMarker(db, sealer: sealer) {
+            case .some(let id): return id
+            case .none: return nil
+            case .damaged:
+                throw StorageError(
+                    .corruptRecord, path: path,
+                    reason:
+                        "The default-account marker cannot be read (altered or damaged); choose the default again (latchkey use)."
+                )
+            }
         }
     }
 
     public func setDefaultCredentialID(_ id: CredentialID?) async throws(StorageError) {
+        let sealed = try id.map { id throws(StorageError) in
+            try sealer.seal(Data(id.rawValue.utf8), context: SealContext.defaultMarker)
+        }
         try await write { db in
-            guard let id else {
+            guard let id, let sealed else {
                 try db.execute(sql: "DELETE FROM setting WHERE name = 'default_credential'")
                 return
             }
-            guard try Bool.fetchOne(db, sql: "SELECT 1 FROM credential WHERE id = ?", arguments: [id.rawValue]) != nil
-            else { throw StorageError.credentialNotFound(id) }
+            guard try CredentialRecord.exists(db, key: id.rawValue) else { throw StorageError.credentialNotFound(id) }
             try db.execute(
                 sql: "INSERT OR REPLACE INTO setting (name, value) VALUES ('default_credential', ?)",
-                arguments: [id.rawValue])
+                arguments: [sealed])
+        }
+    }
+
+    public func damagedRecords() async throws(StorageError) -> [DamagedRecord] {
+        let sealer = self.sealer
+        return try await read { db in
+            var damaged = try Self.readCredentials(db, CredentialRecord.all(), sealer: sealer).damaged
+            damaged += try Self.readOutbox(db, sealer: sealer).damaged
+            if case .damaged = try Self.defaultMarker(db, sealer: sealer) {
+                damaged.append(
+                    DamagedRecord(
+                        kind: .defaultMarker, id: "default_credential",
+                        reason: "it does not open with the store's key (altered or damaged)"))
+            }
+            return damaged
         }
     }
 
     // MARK: The revocation outbox
 
-    public func enqueue(_ entry: OutboxEntry) async throws(StorageError) {
-        let row = try encode(entry)
+    public func enqueue(_ entry: OutboxEntry, limit: Int) async throws(StorageError) {
+        let record = try OutboxRecord(entry, sealer: sealer)
         try await write { db in
-            try db.execute(
-                sql: """
-                    INSERT OR REPLACE INTO outbox (issuer, client_id, kind, account, sealed_token, token_expires_at,
-                        created_at, attempts, next_attempt_at, last_error, id)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """,
-                arguments: row.arguments)
+            if try !OutboxRecord.exists(db, key: record.id), try OutboxRecord.fetchCount(db) >= limit {
+                throw StorageError.outboxFull(limit: limit)
+            }
+            try record.save(db)
         }
     }
 
     public func outboxEntries() async throws(StorageError) -> [OutboxEntry] {
-        do {
-            return try await pool.read { db in
-                try Row.fetchAll(
-                    db,
-                    sql: """
-                        SELECT id, issuer, client_id, kind, account, sealed_token, token_expires_at, created_at,
-                            attempts, next_attempt_at, last_error
-                        FROM outbox ORDER BY next_attempt_at, created_at
-                        """
-                ).map(self.decodeOutbox)
-            }
-        } catch {
-            throw Self.storageError(error, path: path)
-        }
+        let sealer = self.sealer
+        return try await read { db in try Self.readOutbox(db, sealer: sealer).entries }
     }
 
     public func updateOutboxEntry(_ entry: OutboxEntry) async throws(StorageError) {
-        let row = try encode(entry)
+        let record = try OutboxRecord(entry, sealer: sealer)
         try await write { db in
-            try db.execute(
-                sql: """
-                    UPDATE outbox SET issuer = ?, client_id = ?, kind = ?, account = ?, sealed_token = ?,
-                        token_expires_at = ?, created_at = ?, attempts = ?, next_attempt_at = ?, last_error = ?
-                    WHERE id = ?
-                    """,
-                arguments: row.arguments)
+            // Absent entries are ignored: a concurrent drain may have removed it.
+            if try OutboxRecord.exists(db, key: record.id) { try record.update(db) }
         }
     }
 
     public func removeOutboxEntry(_ id: UUID) async throws(StorageError) {
-        try await write { db in
-            try db.execute(sql: "DELETE FROM outbox WHERE id = ?", arguments: [id.uuidString])
+        try await write { db in _ = try OutboxRecord.deleteOne(db, key: id.uuidString) }
+    }
+
+    // MARK: Reading rows one by one
+
+    /// The credentials `request` selects, each row decoded on its own: a damaged row is reported
+    /// and the others are read.
+    private func credentials(_ request: QueryInterfaceRequest<CredentialRecord>) async throws(StorageError)
+        -> (credentials: [StoredCredential], damaged: [DamagedRecord])
+    {
+        let sealer = self.sealer
+        let logger = self.logger
+        let read = try await read { db in try Self.readCredentials(db, request, sealer: sealer) }
+        for damaged in read.damaged {
+            logger.error("damaged record left as it is", metadata: ["record": "\(damaged)"])
         }
+        return read
     }
 
-    private struct OutboxRow: Sendable {
-        var id: String
-        var issuer: String
-        var clientID: String
-        var kind: String
-        var account: String?
-        var sealedToken: Data
-        var tokenExpiresAt: Double?
-        var createdAt: Double
-        var attempts: Int
-        var nextAttemptAt: Double
-        var lastError: String?
-
-        /// In the order of the `INSERT` and `UPDATE` statements: every column, then the id.
-        var arguments: StatementArguments {
-            [
-                issuer, clientID, kind, account, sealedToken, tokenExpiresAt, createdAt, attempts, nextAttemptAt,
-                lastError, id,
-            ]
+    static func readCredentials(_ db: Database, _ request: QueryInterfaceRequest<CredentialRecord>, sealer: Sealer)
+        throws -> (credentials: [StoredCredential], damaged: [DamagedRecord])
+    {
+        var credentials: [StoredCredential] = []
+        var damaged: [DamagedRecord] = []
+        for row in try Row.fetchAll(db, request) {
+            do {
+                switch try CredentialRecord(row: row).open(with: sealer) {
+                case .success(let credential): credentials.append(credential)
+                case .failure(let record): damaged.append(record)
+                }
+            } catch {
+                damaged.append(DamagedRecord(kind: .credential, id: row.idText, reason: "its columns are not valid"))
+            }
         }
+        return (credentials, damaged)
     }
 
-    private func encode(_ entry: OutboxEntry) throws(StorageError) -> OutboxRow {
-        OutboxRow(
-            id: entry.id.uuidString, issuer: entry.provider.issuer, clientID: entry.provider.clientID,
-            kind: entry.kind.rawValue, account: entry.account,
-            sealedToken: try sealer.seal(Data(entry.token.utf8), context: Self.outboxContext(entry.id.uuidString)),
-            tokenExpiresAt: entry.tokenExpiresAt?.timeIntervalSinceReferenceDate,
-            createdAt: entry.createdAt.timeIntervalSinceReferenceDate, attempts: entry.attempts,
-            nextAttemptAt: entry.nextAttemptAt.timeIntervalSinceReferenceDate, lastError: entry.lastError)
-    }
-
-    private func decodeOutbox(_ row: Row) throws -> OutboxEntry {
-        let idText = try row.decode(String.self, atIndex: 0)
-        guard let id = UUID(uuidString: idText),
-            let kind = TokenKind(rawValue: try row.decode(String.self, atIndex: 3)),
-            let plaintext = sealer.open(try row.decode(Data.self, atIndex: 5), context: Self.outboxContext(idText))
-        else {
-            throw StorageError(
-                .corruptRecord, path: path, reason: "The outbox entry \(idText) cannot be read: its data is damaged.")
+    static func readOutbox(_ db: Database, sealer: Sealer) throws -> (entries: [OutboxEntry], damaged: [DamagedRecord])
+    {
+        var entries: [OutboxEntry] = []
+        var damaged: [DamagedRecord] = []
+        let request = OutboxRecord.order(Column("next_attempt_at"), Column("created_at"))
+        for row in try Row.fetchAll(db, request) {
+            do {
+                switch try OutboxRecord(row: row).open(with: sealer) {
+                case .success(let entry): entries.append(entry)
+                case .failure(let record): damaged.append(record)
+                }
+            } catch {
+                damaged.append(DamagedRecord(kind: .outboxEntry, id: row.idText, reason: "its columns are not valid"))
+            }
         }
-        return OutboxEntry(
-            id: id,
-            provider: ProviderIdentity(
-                issuer: try row.decode(String.self, atIndex: 1), clientID: try row.decode(String.self, atIndex: 2)),
-            kind: kind, token: String(decoding: plaintext, as: UTF8.self),
-            account: try row.decode(String?.self, atIndex: 4),
-            tokenExpiresAt: try row.decode(Double?.self, atIndex: 6).map(Date.init(timeIntervalSinceReferenceDate:)),
-            createdAt: Date(timeIntervalSinceReferenceDate: try row.decode(Double.self, atIndex: 7)),
-            attempts: try row.decode(Int.self, atIndex: 8),
-            nextAttemptAt: Date(timeIntervalSinceReferenceDate: try row.decode(Double.self, atIndex: 9)),
-            lastError: try row.decode(String?.self, atIndex: 10))
+        return (entries, damaged)
     }
 
-    private static func outboxContext(_ id: String) -> String { "latchkey.outbox:\(id)" }
-
-    // MARK: Rows
-
-    private static let columns = "id, metadata, sealed_token, created_at, updated_at, version"
-
-    /// The column values of one credential, with its token sealed.
-    private struct EncodedRow: Sendable {
-        var id: String
-        var subject: String?
-        var username: String?
-        var email: String?
-        var issuer: String
-        var metadata: String
-        var sealedToken: Data
-        var createdAt: Double
-        var updatedAt: Double
-
-        /// subject, username, email, issuer, metadata, sealed_token, created_at, updated_at, id:
-        /// the order of both the `INSERT` and the `UPDATE` statement.
-        var arguments: StatementArguments {
-            [subject, username, email, issuer, metadata, sealedToken, createdAt, updatedAt, id]
-        }
+    /// What the default-account marker says.
+    enum DefaultMarker: Equatable {
+        case none
+        case some(CredentialID)
+        case damaged
     }
 
-    private func encode(_ credential: StoredCredential) throws(StorageError) -> EncodedRow {
-        let metadata: String
-        let token: Data
-        do {
-            metadata = String(decoding: try JSONEncoder().encode(credential.metadata), as: UTF8.self)
-            token = try JSONEncoder().encode(credential.token)
-        } catch {
-            throw StorageError(
-                .databaseFailure, reason: "The credential \(credential.id) could not be encoded.", underlying: error)
-        }
-        let sealed = try sealer.seal(token, context: Self.sealContext(credential.id))
-        return EncodedRow(
-            id: credential.id.rawValue, subject: credential.metadata.subject,
-            username: credential.metadata.preferredUsername, email: credential.metadata.email,
-            issuer: credential.metadata.issuer, metadata: metadata, sealedToken: sealed,
-            createdAt: credential.createdAt.timeIntervalSinceReferenceDate,
-            updatedAt: credential.updatedAt.timeIntervalSinceReferenceDate)
+    static func defaultMarker(_ db: Database, sealer: Sealer) throws -> DefaultMarker {
+        guard let sealed = try Data.fetchOne(db, sql: "SELECT value FROM setting WHERE name = 'default_credential'")
+        else { return .none }
+        guard let id = sealer.open(sealed, context: SealContext.defaultMarker) else { return .damaged }
+        return .some(CredentialID(rawValue: String(decoding: id, as: UTF8.self)))
     }
-
-    private func decode(_ row: Row) throws -> StoredCredential {
-        let id = CredentialID(rawValue: try row.decode(String.self, atIndex: 0))
-        let corrupt = StorageError(
-            .corruptRecord, path: path, reason: "The stored credential \(id) cannot be read: its data is damaged.")
-        guard let metadataText = try row.decode(String?.self, atIndex: 1),
-            let sealed = try row.decode(Data?.self, atIndex: 2),
-            let metadata = try? JSONDecoder().decode(CredentialMetadata.self, from: Data(metadataText.utf8))
-        else { throw corrupt }
-        guard let plaintext = sealer.open(sealed, context: Self.sealContext(id)) else {
-            throw StorageError(
-                .corruptRecord, path: path,
-                reason: "The stored credential \(id) cannot be opened with the store's key: its sealed data is damaged."
-            )
-        }
-        guard let token = try? JSONDecoder().decode(Token.self, from: plaintext) else { throw corrupt }
-        return StoredCredential(
-            id: id, token: token, metadata: metadata,
-            createdAt: Date(timeIntervalSinceReferenceDate: try row.decode(Double.self, atIndex: 3)),
-            updatedAt: Date(timeIntervalSinceReferenceDate: try row.decode(Double.self, atIndex: 4)),
-            version: try row.decode(Int.self, atIndex: 5))
-    }
-
-    private static func sealContext(_ id: CredentialID) -> String { "latchkey.credential:\(id.rawValue)" }
 
     // MARK: Database access
 
-    private func fetch(_ sql: String, _ arguments: [String]) async throws(StorageError) -> [StoredCredential] {
+    /// Runs `body` to read, mapping failures to ``StorageError``.
+    func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(StorageError) -> T {
         do {
-            return try await pool.read { db in
-                try Row.fetchAll(db, sql: sql, arguments: StatementArguments(arguments)).map(self.decode)
-            }
+            return try await pool.read(body)
         } catch {
             throw Self.storageError(error, path: path)
         }

@@ -10,8 +10,8 @@ import Latchkey
 /// lock, so two processes could race there.)
 enum Schema {
     /// The migrations, in order; migration `n` brings the database to version `n + 1`.
-    static let migrations: [@Sendable (Database) throws -> Void] = [
-        { db in
+    static let migrations: [@Sendable (Database, Sealer) throws -> Void] = [
+        { db, _ in
             try db.execute(
                 sql: """
                     CREATE TABLE credential (
@@ -35,7 +35,7 @@ enum Schema {
                     );
                     """)
         },
-        { db in
+        { db, _ in
             try db.execute(
                 sql: """
                     CREATE TABLE outbox (
@@ -54,7 +54,7 @@ enum Schema {
                     CREATE INDEX outbox_next_attempt ON outbox(next_attempt_at);
                     """)
         },
-        { db in
+        { db, _ in
             // The version makes every update a compare-and-swap; the lease makes one refresh
             // per credential across the processes that share the file. A lease row names its
             // holder's host and process, so a holder that died is noticed before it expires.
@@ -70,7 +70,51 @@ enum Schema {
                     );
                     """)
         },
+        { db, sealer in
+            // Everything that routes a token or names its account goes into the associated data
+            // of its seal (see SealContext); outbox entries can fail permanently.
+            try db.execute(sql: "ALTER TABLE outbox ADD COLUMN failed_permanently INTEGER NOT NULL DEFAULT 0")
+            try resealForVersion4(db, sealer: sealer)
+        },
     ]
+
+    /// Seals every credential, outbox entry and the default marker again, bound as version 4
+    /// binds them. A row that does not open with the old binding is left as it is: it is
+    /// reported as damaged, never wiped.
+    private static func resealForVersion4(_ db: Database, sealer: Sealer) throws {
+        for row in try Row.fetchAll(db, sql: "SELECT id, metadata, sealed_token FROM credential") {
+            guard let id: String = row["id"], let metadataText: String = row["metadata"],
+                let sealed: Data = row["sealed_token"],
+                let plaintext = sealer.open(sealed, context: SealContext.legacyCredential(id)),
+                let metadata = try? JSONDecoder().decode(CredentialMetadata.self, from: Data(metadataText.utf8)),
+                let canonical = try? CredentialRecord.encoder.encode(metadata)
+            else { continue }
+            let text = String(decoding: canonical, as: UTF8.self)
+            try db.execute(
+                sql: "UPDATE credential SET metadata = ?, sealed_token = ? WHERE id = ?",
+                arguments: [
+                    text, try sealer.seal(plaintext, context: SealContext.credential(id, metadata: text)), id,
+                ])
+        }
+        for row in try Row.fetchAll(db, sql: "SELECT id, issuer, client_id, kind, sealed_token FROM outbox") {
+            guard let id: String = row["id"], let issuer: String = row["issuer"], let client: String = row["client_id"],
+                let kind: String = row["kind"], let sealed: Data = row["sealed_token"],
+                let plaintext = sealer.open(sealed, context: SealContext.legacyOutbox(id))
+            else { continue }
+            try db.execute(
+                sql: "UPDATE outbox SET sealed_token = ? WHERE id = ?",
+                arguments: [
+                    try sealer.seal(
+                        plaintext, context: SealContext.outbox(id, issuer: issuer, clientID: client, kind: kind)),
+                    id,
+                ])
+        }
+        if let id = try String.fetchOne(db, sql: "SELECT value FROM setting WHERE name = 'default_credential'") {
+            try db.execute(
+                sql: "UPDATE setting SET value = ? WHERE name = 'default_credential'",
+                arguments: [try sealer.seal(Data(id.utf8), context: SealContext.defaultMarker)])
+        }
+    }
 
     static var currentVersion: Int { migrations.count }
 
@@ -86,9 +130,12 @@ enum Schema {
                         "The credential database has schema version \(version); this Latchkey reads up to \(currentVersion). Use a newer Latchkey."
                 )
             }
-            for migration in migrations[version...] { try migration(db) }
+            // The key is checked before migrating (re-sealing rows with a wrong key would skip
+            // them all); a new database gets its key check once its tables exist.
+            if version > 0 { try checkKey(db, path: path, keyPath: keyPath, sealer: sealer) }
+            for migration in migrations[version...] { try migration(db, sealer) }
             if version < currentVersion { try db.execute(sql: "PRAGMA user_version = \(currentVersion)") }
-            try checkKey(db, path: path, keyPath: keyPath, sealer: sealer)
+            if version == 0 { try checkKey(db, path: path, keyPath: keyPath, sealer: sealer) }
             return .commit
         }
     }

@@ -420,6 +420,49 @@ struct CLIDevProviderTests {
             #expect(try await a.run("--json", "outbox").array.isEmpty)
         }
     }
+
+    @Test("a damaged row is listed by id with exit 1 while every healthy account and entry keeps working")
+    func damagedRows() async throws {
+        try await withDevices { dev, a, _ in
+            #expect(try await login(a, "alice").status == 0)
+            #expect(try await login(a, "bob").status == 0)
+            let alice = try #require(try await a.run("--json", "accounts").array.first?["id"] as? String)
+            let database = a.path + "/credentials.sqlite"
+            let sqlite3 = URL(fileURLWithPath: "/usr/bin/sqlite3")
+            let damage = try await ChildProcess.run(
+                sqlite3, [database, "UPDATE credential SET sealed_token = x'00' WHERE id = '\(alice)'"])
+            try #require(damage.status == 0, "\(damage.stderr)")
+
+            let accounts = try await a.run("accounts")
+            #expect(accounts.status == 1)
+            #expect(accounts.stdout.contains("damaged account \(alice)"))
+            #expect(accounts.stdout.contains("bob"))
+            #expect(try await a.run("token", "bob").status == 0)
+            #expect(try await a.run("signout", "bob", "--yes").status == 0)
+
+            // The outbox: one queued sign-out, one of its rows damaged.
+            #expect(try await login(a, "bob").status == 0)
+            dev.faults.isOffline = true
+            #expect(try await a.run("signout", "bob", "--yes").status == 3)
+            dev.faults.isOffline = false
+            let entries = try await a.run("--json", "outbox").array
+            let victim = try #require(entries.first?["id"] as? String)
+            let edit = try await ChildProcess.run(
+                sqlite3, [database, "UPDATE outbox SET client_id = 'someone-else' WHERE id = '\(victim)'"])
+            try #require(edit.status == 0, "\(edit.stderr)")
+            let retry = try await a.run("outbox", "retry")
+            #expect(retry.status == 1, "damaged rows need a person: \(retry.stdout)")
+            #expect(retry.stdout.contains("revoked \(entries.count - 1)"))
+            let list = try await a.run("outbox")
+            #expect(list.status == 1)
+            #expect(list.stdout.contains("damaged entry \(victim)"))
+            #expect(try await a.run("outbox", "drop", victim).status == 0)
+            #expect(try await a.run("outbox", "drop", victim).status == 2)
+            #expect(try await a.run("outbox").status == 0)
+            #expect(try await a.run("remove", alice).status == 0)
+            #expect(try await a.run("accounts").status == 0)
+        }
+    }
 }
 
 /// Asks the development provider about a token, as an authenticated client.

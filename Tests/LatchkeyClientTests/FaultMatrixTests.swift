@@ -1,6 +1,7 @@
 import Foundation
 import Latchkey
 import LatchkeyDevProvider
+import LatchkeySQLite
 import LatchkeyTestSupport
 import Testing
 
@@ -143,6 +144,77 @@ struct FaultMatrixTests {
             let answer = try await inspector.introspect(value ?? "", kind: .accessToken)
             #expect(answer.active == false)
         }
+    }
+}
+
+extension FaultMatrixTests {
+    @Test(
+        "the outbox insert fails: under either policy the account stays, and nothing of it is lost",
+        arguments: SignOutPolicy.allCases)
+    func outboxInsertFails(policy: SignOutPolicy) async throws {
+        let dev = try await DevProvider.start(signingKeys: SharedSigningKeys.get())
+        defer { Task { await dev.stop() } }
+        let store = CredentialStore(storage: FailingOutboxStorage(), logger: TraceLog.logger("store"))
+        let provider = OpenIDProvider(
+            configuration: OpenIDProviderConfiguration(issuer: dev.issuer, clientID: "latchkey-cli"),
+            transport: transport, logger: TraceLog.logger("provider"))
+        let credential = try await provider.signIn(
+            .password(username: "alice", password: "alice-password"), into: store)
+        let token = try await credential.token
+        dev.faults.set(.status(503, retryAfter: 1), for: .revocation)
+        guard case .failed = await store.signOut(.current, options: SignOutOptions(policy: policy)) else {
+            Issue.record("expected failed")
+            return
+        }
+        #expect(try await store.all().count == 1, "still signed in: the token was neither revoked nor queued")
+        dev.faults.clear()
+        guard case .complete = await store.signOut(.current, options: SignOutOptions(policy: policy)) else {
+            Issue.record("expected complete once the provider answers")
+            return
+        }
+        for value in [token.accessToken, token.refreshToken] {
+            #expect(try await Self.inspector(dev).introspect(value ?? "", kind: .accessToken).active == false)
+        }
+    }
+
+    @Test("a damaged row: signing every account out signs out the readable ones and reports the damaged one")
+    func damagedRow() async throws {
+        let dev = try await DevProvider.start(signingKeys: SharedSigningKeys.get())
+        defer { Task { await dev.stop() } }
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("matrix-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let path = folder.appendingPathComponent("credentials.sqlite").path
+        let store = CredentialStore(storage: try SQLiteCredentialStorage(path: path), logger: TraceLog.logger("store"))
+        let provider = OpenIDProvider(
+            configuration: OpenIDProviderConfiguration(issuer: dev.issuer, clientID: "latchkey-cli"),
+            transport: transport, logger: TraceLog.logger("provider"))
+        let alice = try await provider.signIn(.password(username: "alice", password: "alice-password"), into: store)
+        let bob = try await provider.signIn(.password(username: "bob", password: "bob-password"), into: store)
+        let bobToken = try await bob.token
+        let sqlite = try await ChildProcess.run(
+            URL(fileURLWithPath: "/usr/bin/sqlite3"),
+            [path, "UPDATE credential SET sealed_token = x'00' WHERE id = '\(alice.id)'"])
+        try #require(sqlite.status == 0, "\(sqlite.stderr)")
+        let result = await store.signOut(.all)
+        guard case .failed(let error, let steps) = result else {
+            Issue.record("expected failed, got \(result)")
+            return
+        }
+        #expect(error.code == .damagedRecord)
+        #expect(error.description.contains(alice.id.rawValue))
+        #expect(steps.contains { $0.account == bob.id && $0.kind == .localRemoval && $0.status == .succeeded })
+        #expect(try await store.all().isEmpty)
+        #expect(try await store.damagedRecords().map(\.id) == [alice.id.rawValue])
+        #expect(
+            try await Self.inspector(dev).introspect(bobToken.refreshToken ?? "", kind: .refreshToken).active == false)
+    }
+
+    static func inspector(_ dev: DevProvider) -> OpenIDProvider {
+        OpenIDProvider(
+            configuration: OpenIDProviderConfiguration(
+                issuer: dev.issuer, clientID: "latchkey-confidential",
+                authentication: .basic(secret: "latchkey-confidential-secret")),
+            transport: transport)
     }
 }
 

@@ -354,7 +354,7 @@ struct SignOutTests {
         }
     }
 
-    @Test("a drain that fails again backs off with Retry-After, and drops entries whose token expired")
+    @Test("a drain that fails again backs off with Retry-After; entries go only at the expiry the provider stated")
     func outboxBackoff() async throws {
         let clock = ManualClock()
         try await withDevices(now: clock.function) { devices in
@@ -372,13 +372,121 @@ struct SignOutTests {
             let entries = try await devices.a.outboxEntries()
             #expect(
                 entries.allSatisfy { $0.attempts == 2 && $0.nextAttemptAt.timeIntervalSince(drainStarted) >= 599.999 })
-            // The access token (300 s) expires long before 91 days; every entry is gone by then.
+            // The access token lives 300 s, the refresh token a day (refresh_expires_in); the
+            // device secret's expiry was never stated, so it is never dropped unsent.
             clock.advance(400)
             let later = await devices.a.drainOutbox()
             #expect(later.dropped == 1)
-            clock.advance(91 * 86_400)
-            #expect(await devices.a.drainOutbox().dropped == 2)
-            #expect(try await devices.a.outboxEntries().isEmpty)
+            clock.advance(86_400)
+            #expect(await devices.a.drainOutbox().dropped == 1)
+            clock.advance(3 * 365 * 86_400)
+            #expect(await devices.a.drainOutbox().dropped == 0)
+            #expect(try await devices.a.outboxEntries().map(\.kind) == [.deviceSecret])
+        }
+    }
+
+    @Test("a revocation that can be neither sent nor queued keeps the account: nothing is lost")
+    func queueFails() async throws {
+        try await withDevices { devices in
+            let store = CredentialStore(storage: FailingOutboxStorage(), logger: TraceLog.logger("store"))
+            await store.register(devices.provider)
+            let credential = try await devices.signIn(store)
+            let token = try await credential.token
+            devices.dev.faults.set(.status(503, retryAfter: 1), for: .revocation)
+            let result = await store.signOut(.current)
+            guard case .failed(let error, let steps) = result else {
+                Issue.record("expected failed, got \(result)")
+                return
+            }
+            #expect(error.code == .revocationNotQueued)
+            #expect(error.isRetryable)
+            #expect(steps.first { $0.kind == .localRemoval }?.status == .skipped)
+            #expect(try await store.all().map(\.id) == [credential.id], "the account stays")
+            #expect(try await devices.isActive(token.refreshToken), "its token is still live, and still held")
+            // Once the provider answers, signing out again works.
+            devices.dev.faults.clear()
+            guard case .complete = await store.signOut(.current) else {
+                Issue.record("expected complete")
+                return
+            }
+            #expect(try await devices.isActive(token.refreshToken) == false)
+        }
+    }
+
+    @Test("a full outbox is an error that keeps the account, never a silent drop")
+    func outboxFull() async throws {
+        try await withDevices { devices in
+            let store = CredentialStore(
+                storage: InMemoryCredentialStorage(), logger: TraceLog.logger("store"), outboxLimit: 2)
+            await store.register(devices.provider)
+            let credential = try await devices.signIn(store)
+            devices.dev.faults.isOffline = true
+            guard case .failed(let error, _) = await store.signOut(.current) else {
+                Issue.record("expected failed: three tokens, room for two")
+                return
+            }
+            #expect(error.code == .revocationNotQueued)
+            #expect((error.underlying as? StorageError)?.code == .outboxFull)
+            #expect(try await store.all().map(\.id) == [credential.id])
+            #expect(try await store.outboxEntries().count == 2)
+        }
+    }
+
+    @Test("a permanent failure stops being retried, stays listed with its reason, and goes only when dropped")
+    func permanentFailure() async throws {
+        try await withDevices { devices in
+            _ = try await devices.signIn(devices.a)
+            _ = try await devices.provider.metadata()
+            devices.dev.faults.isOffline = true
+            _ = await devices.a.signOut(.current)
+            devices.dev.faults.isOffline = false
+            // The same client, now presenting a secret the provider refuses: invalid_client.
+            let refused = OpenIDProvider(
+                configuration: OpenIDProviderConfiguration(
+                    issuer: devices.dev.issuer, clientID: "latchkey-cli", authentication: .basic(secret: "wrong")),
+                transport: transport)
+            await devices.a.register(refused)
+            let first = await devices.a.drainOutbox(DrainOptions(includeNotDue: true))
+            #expect(first.permanent == 3)
+            #expect(first.failed == 0)
+            #expect(first.isClean == false)
+            devices.dev.faults.resetCounters()
+            let second = await devices.a.drainOutbox(DrainOptions(includeNotDue: true))
+            #expect(second.permanent == 3)
+            #expect(devices.dev.faults.count(.revocation) == 0, "not tried again")
+            let entries = try await devices.a.outboxEntries()
+            #expect(entries.allSatisfy { $0.failedPermanently && $0.lastError?.contains("invalid_client") == true })
+            let dropped = try #require(entries.first)
+            #expect(try await devices.a.dropOutboxEntry(dropped.id))
+            #expect(try await devices.a.outboxEntries().count == 2)
+            #expect(try await devices.a.dropOutboxEntry(dropped.id) == false)
+        }
+    }
+
+    @Test("a damaged outbox row is reported by id while the healthy ones are revoked")
+    func damagedOutboxRow() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("signout-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let path = folder.appendingPathComponent("credentials.sqlite").path
+        let store = CredentialStore(storage: try SQLiteCredentialStorage(path: path), logger: TraceLog.logger("store"))
+        try await withDevices(storeA: store) { devices in
+            let credential = try await devices.signIn(store)
+            let token = try await credential.token
+            devices.dev.faults.isOffline = true
+            _ = await store.signOut(.current)
+            devices.dev.faults.isOffline = false
+            let victim = try #require(try await store.outboxEntries().first { $0.kind == .deviceSecret })
+            let sqlite = try await ChildProcess.run(
+                URL(fileURLWithPath: "/usr/bin/sqlite3"),
+                [path, "UPDATE outbox SET issuer = 'https://attacker.example' WHERE id = '\(victim.id)'"])
+            try #require(sqlite.status == 0, "\(sqlite.stderr)")
+            let report = await store.drainOutbox(DrainOptions(includeNotDue: true))
+            #expect(report.revoked == 2)
+            #expect(report.damaged.map(\.id) == [victim.id.uuidString])
+            #expect(report.isClean == false)
+            #expect(try await devices.isActive(token.refreshToken) == false)
+            #expect(try await store.dropOutboxEntry(victim.id))
+            #expect(try await store.damagedRecords().isEmpty)
         }
     }
 

@@ -1,9 +1,11 @@
 import Crypto
 import Foundation
+import GRDB
 import Latchkey
-import LatchkeySQLite
 import LatchkeyTestSupport
 import Testing
+
+@testable import LatchkeySQLite
 
 @Suite("SQLite store")
 struct SQLiteStoreTests {
@@ -231,7 +233,7 @@ struct SQLiteStoreTests {
         #expect(error?.isRetryable == false, "retrying cannot fix a store that needs a person")
     }
 
-    @Test("a damaged record is reported by id; the rest of the store is not wiped")
+    @Test("a damaged record is left as it is and reported by id; every other record keeps working")
     func damagedRecord() async throws {
         let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
@@ -239,14 +241,112 @@ struct SQLiteStoreTests {
         let store = try await CredentialStore.sqlite(at: path)
         let alice = try await store.add(Fixtures.token(user: "alice"))
         let bob = try await store.add(Fixtures.token(user: "bob"))
-        let sqlite = try await ChildProcess.run(
-            sqlite3, [path, "UPDATE credential SET sealed_token = x'00112233' WHERE id = '\(alice.id)'"])
-        try #require(sqlite.status == 0, "sqlite3 is needed for this test: \(sqlite.stderr)")
-        let error = await #expect(throws: StorageError.self) { _ = try await store.all() }
+        try await damage(path, "UPDATE credential SET sealed_token = x'00112233' WHERE id = '\(alice.id)'")
+        let before = try Data(contentsOf: URL(fileURLWithPath: path))
+        #expect(try await store.all() == [bob])
+        let damaged = try await store.damagedRecords()
+        #expect(damaged.map(\.id) == [alice.id.rawValue])
+        #expect(damaged.first?.kind == .credential)
+        let error = await #expect(throws: StorageError.self) { _ = try await store.credential(for: alice.id) }
         #expect(error?.code == .corruptRecord)
         #expect(error?.isRetryable == false, "retrying cannot fix a store that needs a person")
         #expect(error?.description.contains(alice.id.rawValue) == true)
         #expect(try await store.credential(for: bob.id) == bob)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before, "reading changed nothing")
+        // Removing it on purpose works without reading it.
+        #expect(try await store.remove(alice.id))
+        #expect(try await store.damagedRecords().isEmpty)
+    }
+
+    @Test("an edited row does not open: metadata, indexed fields and the default marker are bound to the seal")
+    func editedRows() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        let path = folder.file("credentials.sqlite")
+        let store = try await CredentialStore.sqlite(at: path)
+        let alice = try await store.add(Fixtures.token(user: "alice"))
+        let bob = try await store.add(Fixtures.token(user: "bob"))
+        let carol = try await store.add(Fixtures.token(user: "carol"))
+        // Bob's row now claims alice's email, in the index and in the metadata: looking alice up
+        // by email must never hand out Bob's token.
+        try await damage(
+            path,
+            """
+            UPDATE credential SET email = 'alice@example.com',
+                metadata = replace(metadata, 'bob@example.com', 'alice@example.com') WHERE id = '\(bob.id)'
+            """)
+        // Carol's indexed username is edited, her sealed metadata is not.
+        try await damage(path, "UPDATE credential SET username = 'alice' WHERE id = '\(carol.id)'")
+        #expect(try await store.find(.email("alice@example.com")).map(\.id) == [alice.id])
+        #expect(try await store.find(.username("alice")).map(\.id) == [alice.id])
+        #expect(Set(try await store.damagedRecords().map(\.id)) == [bob.id.rawValue, carol.id.rawValue])
+
+        // The default marker is sealed too: pointing it elsewhere by hand does not work.
+        try await damage(
+            path, "UPDATE setting SET value = CAST('\(carol.id)' AS BLOB) WHERE name = 'default_credential'")
+        let error = await #expect(throws: StorageError.self) { _ = try await store.default }
+        #expect(error?.code == .corruptRecord)
+        #expect(try await store.damagedRecords().contains { $0.kind == .defaultMarker })
+        try await store.setDefault(alice.id)
+        #expect(try await store.default == alice)
+    }
+
+    @Test("a store of schema version 2 (the last release) opens: its rows are sealed again, none lost")
+    func upgradeFromVersion2() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        let path = folder.file("credentials.sqlite")
+        let key = SymmetricKey(size: .bits256)
+        let store = try await CredentialStore.sqlite(at: path, key: .key(key))
+        let alice = try await store.add(Fixtures.token(user: "alice"))
+        let bob = try await store.add(Fixtures.token(user: "bob"))
+        try await store.setDefault(bob.id)
+        let entry = OutboxEntry(
+            provider: Fixtures.provider, kind: .refreshToken, token: "SECRET-QUEUED", account: "alice",
+            tokenExpiresAt: nil, createdAt: Date(timeIntervalSince1970: 1_800_000_000), attempts: 1,
+            nextAttemptAt: Date(timeIntervalSince1970: 1_800_000_000), lastError: nil)
+        try await store.storage.enqueue(entry, limit: 10)
+        // Turn the file back into what version 2 wrote: seals bound to the id only, the default
+        // marker in the clear, no version column, lease table or permanent-failure column.
+        let sealer = Sealer(key: key)
+        let queue = try DatabaseQueue(path: path)
+        try await queue.write { db in
+            for credential in [alice, bob] {
+                let token = try JSONEncoder().encode(credential.token)
+                try db.execute(
+                    sql: "UPDATE credential SET sealed_token = ? WHERE id = ?",
+                    arguments: [
+                        try sealer.seal(token, context: SealContext.legacyCredential(credential.id.rawValue)),
+                        credential.id.rawValue,
+                    ])
+            }
+            try db.execute(
+                sql: "UPDATE outbox SET sealed_token = ? WHERE id = ?",
+                arguments: [
+                    try sealer.seal(Data("SECRET-QUEUED".utf8), context: SealContext.legacyOutbox(entry.id.uuidString)),
+                    entry.id.uuidString,
+                ])
+            try db.execute(
+                sql: "UPDATE setting SET value = ? WHERE name = 'default_credential'", arguments: [bob.id.rawValue])
+            try db.execute(sql: "ALTER TABLE outbox DROP COLUMN failed_permanently")
+            try db.execute(sql: "ALTER TABLE credential DROP COLUMN version")
+            try db.execute(sql: "DROP TABLE refresh_lease")
+            try db.execute(sql: "PRAGMA user_version = 2")
+        }
+        try queue.close()
+
+        let upgraded = try await CredentialStore.sqlite(at: path, key: .key(key))
+        #expect(try await upgraded.damagedRecords().isEmpty)
+        #expect(try await upgraded.all().map(\.token) == [alice.token, bob.token])
+        #expect(try await upgraded.default?.id == bob.id)
+        #expect(try await upgraded.outboxEntries().map(\.token) == ["SECRET-QUEUED"])
+        #expect(try await upgraded.all().allSatisfy { $0.version == 1 })
+    }
+
+    /// Changes the database behind the store's back.
+    func damage(_ path: String, _ sql: String) async throws {
+        let sqlite = try await ChildProcess.run(sqlite3, [path, sql])
+        try #require(sqlite.status == 0, "sqlite3 is needed for this test: \(sqlite.stderr)")
     }
 }
 

@@ -178,8 +178,8 @@ struct StorageContractTests {
             }
             let late = entry("SECRET-LATE", due: 60)
             let early = entry("SECRET-EARLY", due: 30)
-            try await storage.enqueue(late)
-            try await storage.enqueue(early)
+            try await storage.enqueue(late, limit: 10)
+            try await storage.enqueue(early, limit: 10)
             #expect(try await storage.outboxEntries() == [early, late])
             var retried = early
             retried.attempts = 2
@@ -190,6 +190,36 @@ struct StorageContractTests {
             #expect(try await storage.outboxEntries() == [retried])
             // Outbox entries are never credentials.
             #expect(try await storage.all().isEmpty)
+            #expect(try await storage.damagedRecords().isEmpty)
+        }
+    }
+
+    @Test(
+        "the outbox holds at most its limit, atomically; a permanent failure is kept as such",
+        arguments: Backend.allCases)
+    func outboxLimit(backend: Backend) async throws {
+        try await withStorage(backend) { storage in
+            func entry(_ token: String) -> OutboxEntry {
+                OutboxEntry(
+                    provider: Fixtures.provider, kind: .refreshToken, token: token, account: "alice",
+                    tokenExpiresAt: nil, createdAt: Date(timeIntervalSince1970: 1_800_000_000), attempts: 1,
+                    nextAttemptAt: Date(timeIntervalSince1970: 1_800_000_000), lastError: nil)
+            }
+            var first = entry("SECRET-1")
+            try await storage.enqueue(first, limit: 2)
+            try await storage.enqueue(entry("SECRET-2"), limit: 2)
+            let error = await #expect(throws: StorageError.self) {
+                try await storage.enqueue(entry("SECRET-3"), limit: 2)
+            }
+            #expect(error?.code == .outboxFull)
+            #expect(try await storage.outboxEntries().count == 2)
+            // Writing an entry that is already there is not growth.
+            first.failedPermanently = true
+            first.lastError = "invalid_client"
+            try await storage.enqueue(first, limit: 2)
+            let stored = try #require(try await storage.outboxEntries().first { $0.id == first.id })
+            #expect(stored.failedPermanently)
+            #expect(stored == first)
         }
     }
 }

@@ -39,6 +39,9 @@ public actor CredentialStore {
     /// The longest a refresh lease is held before another holder may take it over (when its
     /// holder died, say). Keep it longer than a provider's request timeout.
     public nonisolated let refreshLeaseDuration: Duration
+    /// The most entries the revocation outbox may hold. A sign-out whose revocation can be
+    /// neither sent nor queued keeps the account (nothing is dropped silently).
+    public nonisolated let outboxLimit: Int
     private var providers: [ProviderIdentity: any IdentityProvider] = [:]
     /// Live handles, held weakly: a handle lives as long as its callers hold it, and the store
     /// does not keep itself alive through them.
@@ -51,16 +54,19 @@ public actor CredentialStore {
     ///   - logger: where diagnostics go; silent by default. Token values are never logged.
     ///   - refreshLeaseDuration: how long a refresh lease lasts at most (see
     ///     ``CredentialStorage/withRefreshLease(for:duration:_:)``).
+    ///   - outboxLimit: the most entries the revocation outbox may hold.
     ///   - now: the clock used for the credentials' timestamps.
     public init(
         storage: any CredentialStorage,
         logger: Logger? = nil,
         refreshLeaseDuration: Duration = .seconds(60),
+        outboxLimit: Int = 10_000,
         now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.storage = storage
         self.logger = logger ?? .disabled("latchkey.store")
         self.refreshLeaseDuration = refreshLeaseDuration
+        self.outboxLimit = max(1, outboxLimit)
         self.now = now
     }
 
@@ -232,9 +238,16 @@ public actor CredentialStore {
         try await storage.credential(for: id)
     }
 
-    /// Every stored credential, oldest first.
+    /// Every stored credential that can be read, oldest first (see ``damagedRecords()``).
     public func all() async throws(StorageError) -> [StoredCredential] {
         try await storage.all()
+    }
+
+    /// The records that cannot be read, by id: left as they are, and out of every listing, so
+    /// that every other account keeps working. ``remove(_:)`` (a credential) or
+    /// ``dropOutboxEntry(_:)`` removes one on purpose.
+    public func damagedRecords() async throws(StorageError) -> [DamagedRecord] {
+        try await storage.damagedRecords()
     }
 
     /// The credentials matching an indexed query (subject, username, email, issuer).
@@ -263,8 +276,14 @@ public actor CredentialStore {
     ///
     /// Never removes a credential. Throws ``StorageError/Code/credentialNotFound`` when `id`
     /// names no stored credential.
+    ///
+    /// Setting it also replaces a damaged default marker (see ``damagedRecords()``).
     public func setDefault(_ id: CredentialID?) async throws(StorageError) {
-        guard try await storage.defaultCredentialID() != id else { return }
+        do {
+            guard try await storage.defaultCredentialID() != id else { return }
+        } catch  where error.code == .corruptRecord {
+            logger.debug("replacing a damaged default marker")
+        }
         try await assignDefault(id)
     }
 

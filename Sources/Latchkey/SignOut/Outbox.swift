@@ -40,19 +40,16 @@ public struct DrainOptions: Sendable {
     public var timeLimit: Duration?
     /// The backoff for entries that fail again.
     public var backoff: OutboxBackoff
-    /// How long an entry whose token has no known expiry is kept (refresh tokens, device secrets).
-    public var maximumAge: TimeInterval
 
     /// Creates options.
     public init(
         includeNotDue: Bool = false, maximumConcurrency: Int = 8, timeLimit: Duration? = nil,
-        backoff: OutboxBackoff = .default, maximumAge: TimeInterval = 90 * 86_400
+        backoff: OutboxBackoff = .default
     ) {
         self.includeNotDue = includeNotDue
         self.maximumConcurrency = max(1, maximumConcurrency)
         self.timeLimit = timeLimit
         self.backoff = backoff
-        self.maximumAge = maximumAge
     }
 }
 
@@ -62,20 +59,33 @@ public struct DrainReport: Sendable, CustomStringConvertible {
     public var revoked: Int = 0
     /// Entries that failed again and wait for their next attempt.
     public var failed: Int = 0
-    /// Entries dropped because their token has expired anyway.
+    /// Entries dropped because their token has expired anyway (by the expiry the provider stated).
     public var dropped: Int = 0
     /// Entries not tried (not due, or past the time limit).
     public var notDue: Int = 0
+    /// Entries that failed in a way a retry cannot fix: no longer tried, kept until dropped.
+    public var permanent: Int = 0
+    /// Outbox records that cannot be read, by id; every other entry was tried.
+    public var damaged: [DamagedRecord] = []
+    /// Why the outbox could not be read or written, when it could not.
+    public var storageError: StorageError?
     /// The most revocations that were under way at once.
     public var peakConcurrency: Int = 0
     /// Why entries failed, by entry.
     public var errors: [UUID: ProviderError] = [:]
 
-    /// Entries still in the outbox.
+    /// Entries still in the outbox that will be tried again.
     public var remaining: Int { failed + notDue }
 
+    /// Whether everything that could be tried went through and nothing needs a person.
+    public var isClean: Bool { failed == 0 && permanent == 0 && damaged.isEmpty && storageError == nil }
+
     public var description: String {
-        "revoked \(revoked), failed \(failed), dropped \(dropped), not due \(notDue)"
+        var text = "revoked \(revoked), failed \(failed), dropped \(dropped), not due \(notDue)"
+        if permanent > 0 { text += ", failed permanently \(permanent)" }
+        if !damaged.isEmpty { text += ", damaged \(damaged.count)" }
+        if let storageError { text += "; the outbox could not be used: \(storageError)" }
+        return text
     }
 }
 
@@ -87,25 +97,39 @@ extension CredentialStore {
 
     /// Retries the revocations waiting in the outbox: due entries only (unless asked), with
     /// bounded concurrency. A success removes the entry; a failure sets the next attempt with
-    /// exponential backoff, jitter and the provider's `Retry-After`; an entry whose token has
-    /// expired anyway is dropped. Providers must be registered with ``register(_:)``.
+    /// exponential backoff, jitter and the provider's `Retry-After`; a failure a retry cannot fix
+    /// (``ProviderError/isRetryable`` false, or no provider registered) marks the entry
+    /// ``OutboxEntry/failedPermanently``: it is no longer tried and stays until
+    /// ``dropOutboxEntry(_:)``. An entry is dropped unsent only once its token has expired by
+    /// the expiry the provider stated; a damaged entry is reported and left as it is.
+    /// Providers must be registered with ``register(_:)``.
     public func drainOutbox(_ options: DrainOptions = DrainOptions()) async -> DrainReport {
         var report = DrainReport()
         let entries: [OutboxEntry]
         do {
             entries = try await storage.outboxEntries()
+            report.damaged = try await storage.damagedRecords().filter { $0.kind == .outboxEntry }
         } catch {
+            report.storageError = error
             return report
+        }
+        for damaged in report.damaged {
+            logger.error("outbox entry damaged; left as it is", metadata: ["entry": "\(damaged.id)"])
         }
         let start = ContinuousClock.now
         let date = now()
         var due: [OutboxEntry] = []
         for entry in entries {
-            let expiry = entry.tokenExpiresAt ?? entry.createdAt.addingTimeInterval(options.maximumAge)
-            if expiry <= date {
-                try? await storage.removeOutboxEntry(entry.id)
-                logger.debug("outbox entry dropped: its token has expired", metadata: ["entry": "\(entry.id)"])
-                report.dropped += 1
+            if let expiry = entry.tokenExpiresAt, expiry <= date {
+                do {
+                    try await storage.removeOutboxEntry(entry.id)
+                    logger.debug("outbox entry dropped: its token has expired", metadata: ["entry": "\(entry.id)"])
+                    report.dropped += 1
+                } catch {
+                    report.storageError = error
+                }
+            } else if entry.failedPermanently {
+                report.permanent += 1
             } else if options.includeNotDue || entry.nextAttemptAt <= date {
                 due.append(entry)
             } else {
@@ -144,28 +168,50 @@ extension CredentialStore {
         report.peakConcurrency = outcome.peak
         report.notDue += outcome.notStarted
         for (entry, error) in outcome.results {
-            if let error {
-                var updated = entry
-                updated.attempts += 1
-                updated.lastError = error.description
-                updated.nextAttemptAt = now().addingTimeInterval(
-                    options.backoff.delay(afterAttempts: updated.attempts, retryAfter: error.retryAfter))
-                try? await storage.updateOutboxEntry(updated)
-                logger.debug(
-                    "outbox revocation failed",
-                    metadata: [
-                        "entry": "\(entry.id)", "token": "\(entry.kind)", "attempts": "\(updated.attempts)",
-                        "nextAttemptAt": "\(updated.nextAttemptAt)", "error": "\(error)",
-                    ])
-                report.failed += 1
-                report.errors[entry.id] = error
-            } else {
-                try? await storage.removeOutboxEntry(entry.id)
-                logger.debug("outbox revocation done", metadata: ["entry": "\(entry.id)", "token": "\(entry.kind)"])
-                report.revoked += 1
+            do {
+                if let error {
+                    var updated = entry
+                    updated.attempts += 1
+                    updated.lastError = error.description
+                    updated.failedPermanently = !error.isRetryable
+                    updated.nextAttemptAt = now().addingTimeInterval(
+                        options.backoff.delay(afterAttempts: updated.attempts, retryAfter: error.retryAfter))
+                    try await storage.updateOutboxEntry(updated)
+                    logger.debug(
+                        "outbox revocation failed",
+                        metadata: [
+                            "entry": "\(entry.id)", "token": "\(entry.kind)", "attempts": "\(updated.attempts)",
+                            "permanent": "\(updated.failedPermanently)", "nextAttemptAt": "\(updated.nextAttemptAt)",
+                            "error": "\(error)",
+                        ])
+                    if updated.failedPermanently { report.permanent += 1 } else { report.failed += 1 }
+                    report.errors[entry.id] = error
+                } else {
+                    try await storage.removeOutboxEntry(entry.id)
+                    logger.debug(
+                        "outbox revocation done", metadata: ["entry": "\(entry.id)", "token": "\(entry.kind)"])
+                    report.revoked += 1
+                }
+            } catch {
+                report.storageError = error
             }
         }
         return report
+    }
+
+    /// Removes an outbox entry on purpose, revoked or not: an entry that failed permanently, or
+    /// one whose provider is gone. Its token stays valid at the provider until it expires.
+    /// - Returns: whether there was such an entry (a damaged one is removed too).
+    @discardableResult
+    public func dropOutboxEntry(_ id: UUID) async throws(StorageError) -> Bool {
+        let readable = try await storage.outboxEntries().contains { $0.id == id }
+        let damaged = try await storage.damagedRecords().contains {
+            $0.kind == .outboxEntry && $0.id == id.uuidString
+        }
+        guard readable || damaged else { return false }
+        try await storage.removeOutboxEntry(id)
+        logger.debug("outbox entry dropped on purpose", metadata: ["entry": "\(id)"])
+        return true
     }
 
     private static func addRevocation(

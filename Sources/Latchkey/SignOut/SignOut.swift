@@ -61,6 +61,17 @@ extension CredentialStore {
             logger.debug("sign-out step", metadata: metadata)
         }
         if let failure = outcomes.compactMap(\.failure).first { return .failed(failure, steps) }
+        // Damaged records cannot be signed out (their tokens cannot be read); say so.
+        if scope == .all, let damaged = try? await damagedRecords().filter({ $0.kind == .credential }),
+            !damaged.isEmpty
+        {
+            return .failed(
+                SignOutError(
+                    .damagedRecord,
+                    reason:
+                        "Every readable account was signed out; \(damaged.count) damaged record(s) stay: \(damaged.map(\.id).joined(separator: ", ")). Remove them on purpose once looked at."
+                ), steps)
+        }
         let incomplete = steps.contains { $0.status == .failed || $0.status == .queued }
         return incomplete ? .partial(steps) : .complete(steps)
     }
@@ -218,24 +229,42 @@ extension CredentialStore {
         }
 
         // 5b. Always local: failed revocations wait in the outbox, never in the credential store.
+        var notQueued: StorageError?
         for index in steps.indices {
             guard case .revoke(let kind) = steps[index].kind, steps[index].status == .failed,
                 let value = token.value(of: kind)
             else { continue }
             let entry = OutboxEntry(
                 provider: token.provider, kind: kind, token: value, account: credential.metadata.displayName,
-                tokenExpiresAt: kind == .accessToken ? token.expiresAt : nil, createdAt: now(), attempts: 1,
+                tokenExpiresAt: token.expiry(of: kind), createdAt: now(), attempts: 1,
                 nextAttemptAt: now().addingTimeInterval(
                     OutboxBackoff.default.delay(
                         afterAttempts: 1, retryAfter: (steps[index].error as? ProviderError)?.retryAfter)),
                 lastError: steps[index].reason)
             do {
-                try await storage.enqueue(entry)
+                try await storage.enqueue(entry, limit: outboxLimit)
                 steps[index].status = .queued
                 steps[index].isRetryable = true
             } catch {
                 steps[index].reason = "\(steps[index].reason ?? "failed"); it could not be queued: \(error)"
+                notQueued = notQueued ?? error
             }
+        }
+
+        // A token that was neither revoked nor queued must not leave with the credential.
+        if let notQueued {
+            steps.append(
+                SignOutStep(
+                    credential, .localRemoval, .skipped,
+                    reason: "a revocation could be neither sent nor queued; the account stays so its token is not lost")
+            )
+            return AccountSignOut(
+                account: credential.id, steps: steps,
+                failure: SignOutError(
+                    .revocationNotQueued, account: credential.id,
+                    reason:
+                        "Still signed in as \(credential.metadata.displayName ?? credential.id.rawValue): a revocation failed and could not be queued (\(notQueued)).",
+                    underlying: notQueued, retryable: true))
         }
 
         // 6. Local removal.

@@ -147,7 +147,8 @@ public struct SignOutError: Error, Sendable, CustomStringConvertible {
     /// What went wrong, as a value to compare with `==`.
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         private enum Base: String, Sendable, Hashable {
-            case cancelled, storageFailed, noSuchAccount, serverStepFailed, localRemovalFailed
+            case cancelled, storageFailed, noSuchAccount, serverStepFailed, localRemovalFailed,
+                revocationNotQueued, damagedRecord
         }
 
         private let base: Base
@@ -162,6 +163,12 @@ public struct SignOutError: Error, Sendable, CustomStringConvertible {
         public static let serverStepFailed = Code(base: .serverStepFailed)
         /// The credential could not be removed from this device.
         public static let localRemovalFailed = Code(base: .localRemovalFailed)
+        /// A revocation failed and could not be queued either (the store failed, or the outbox is
+        /// full): the account stays on this device, so that its token is not lost.
+        public static let revocationNotQueued = Code(base: .revocationNotQueued)
+        /// A record of the store is damaged and cannot be read: its tokens cannot be revoked, and
+        /// it stays until removed on purpose (see ``CredentialStore/damagedRecords()``).
+        public static let damagedRecord = Code(base: .damagedRecord)
 
         public var description: String { base.rawValue }
     }

@@ -6,10 +6,12 @@ public import Foundation
 /// shared (the SQLite storage is), and must never treat a read failure as "no credentials":
 /// they throw ``StorageError`` instead. Every backend passes the same contract test suite.
 public protocol CredentialStorage: Sendable {
-    /// Every credential, oldest first.
+    /// Every credential that can be read, oldest first. A damaged record is left out here and
+    /// in ``credentials(matching:)``, kept as it is, and listed by ``damagedRecords()``.
     func all() async throws(StorageError) -> [StoredCredential]
 
-    /// The credential with this identifier, or `nil` when there is none.
+    /// The credential with this identifier, or `nil` when there is none. Throws
+    /// ``StorageError/Code/corruptRecord`` when its record is damaged.
     func credential(for id: CredentialID) async throws(StorageError) -> StoredCredential?
 
     /// The credentials matching an indexed query, oldest first.
@@ -51,12 +53,19 @@ public protocol CredentialStorage: Sendable {
         for id: CredentialID, duration: Duration, _ body: @Sendable () async -> Result
     ) async throws(StorageError) -> Result
 
+    /// The records that cannot be read — damaged bytes, a seal that does not open, fields that
+    /// do not match what was sealed — by id. They stay as they are (nothing is wiped) and every
+    /// other record keeps working; deleting one by its id removes it.
+    func damagedRecords() async throws(StorageError) -> [DamagedRecord]
+
     // MARK: The revocation outbox
 
-    /// Adds an entry to the revocation outbox.
-    func enqueue(_ entry: OutboxEntry) async throws(StorageError)
+    /// Adds an entry to the revocation outbox, in one atomic step with a check that the outbox
+    /// holds fewer than `limit` entries; throws ``StorageError/Code/outboxFull`` otherwise.
+    func enqueue(_ entry: OutboxEntry, limit: Int) async throws(StorageError)
 
-    /// Every outbox entry, the earliest due first.
+    /// Every outbox entry that can be read, the earliest due first (damaged ones are listed by
+    /// ``damagedRecords()``).
     func outboxEntries() async throws(StorageError) -> [OutboxEntry]
 
     /// Replaces an outbox entry (after a failed attempt); absent entries are ignored.
@@ -78,4 +87,33 @@ public struct StorageDeletion: Sendable, Hashable {
         self.deleted = deleted
         self.clearedDefault = clearedDefault
     }
+}
+
+/// A stored record that cannot be read. Latchkey leaves it as it is and reports it.
+public struct DamagedRecord: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What kind of record.
+    public enum Kind: String, Sendable, Hashable {
+        /// A credential (an account).
+        case credential
+        /// A revocation waiting in the outbox.
+        case outboxEntry = "outbox-entry"
+        /// The marker of the default account.
+        case defaultMarker = "default-marker"
+    }
+
+    /// What kind of record.
+    public var kind: Kind
+    /// Its identifier: a ``CredentialID`` or an outbox entry's UUID, as text.
+    public var id: String
+    /// Why it cannot be read (no secret).
+    public var reason: String
+
+    /// Creates a report.
+    public init(kind: Kind, id: String, reason: String) {
+        self.kind = kind
+        self.id = id
+        self.reason = reason
+    }
+
+    public var description: String { "damaged \(kind.rawValue) \(id): \(reason)" }
 }

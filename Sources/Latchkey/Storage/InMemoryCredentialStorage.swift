@@ -81,7 +81,11 @@ public actor InMemoryCredentialStorage: CredentialStorage {
         return result
     }
 
-    public func enqueue(_ entry: OutboxEntry) throws(StorageError) {
+    /// Memory holds no damaged records.
+    public func damagedRecords() throws(StorageError) -> [DamagedRecord] { [] }
+
+    public func enqueue(_ entry: OutboxEntry, limit: Int) throws(StorageError) {
+        guard outbox[entry.id] != nil || outbox.count < limit else { throw .outboxFull(limit: limit) }
         outbox[entry.id] = entry
     }
 

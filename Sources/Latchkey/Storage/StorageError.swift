@@ -8,7 +8,7 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
         private enum Base: String, Sendable, Hashable {
             case corruptDatabase, wrongKey, invalidKeyFile, missingKeyFile, folderNotAccessible,
                 fileNotAccessible, unsupportedSchema, corruptRecord, credentialNotFound,
-                duplicateCredential, databaseFailure, versionConflict, cancelled
+                duplicateCredential, databaseFailure, versionConflict, cancelled, outboxFull
         }
 
         private let base: Base
@@ -40,6 +40,8 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
         public static let versionConflict = Code(base: .versionConflict)
         /// The task was cancelled while it waited (for a refresh lease, say); nothing changed.
         public static let cancelled = Code(base: .cancelled)
+        /// The revocation outbox holds as many entries as it may; nothing was added.
+        public static let outboxFull = Code(base: .outboxFull)
 
         public var description: String { base.rawValue }
     }
@@ -91,6 +93,15 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
     /// The error a backend reports when a task is cancelled while it waits for a lease.
     package static func cancelledWaitingForLease(_ id: CredentialID) -> StorageError {
         StorageError(.cancelled, reason: "Cancelled while waiting for the refresh lease of \(id); nothing changed.")
+    }
+
+    /// The error a backend reports when the outbox is at its bound.
+    package static func outboxFull(limit: Int) -> StorageError {
+        StorageError(
+            .outboxFull,
+            reason:
+                "The revocation outbox already holds \(limit) entries, its bound; nothing was added. Retry or drop entries (latchkey outbox)."
+        )
     }
 
     /// The error a backend reports when an identifier is taken.

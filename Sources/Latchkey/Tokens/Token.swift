@@ -95,6 +95,33 @@ public struct Token: Sendable, Hashable {
         refreshToken != nil || deviceSecret != nil || (accessToken != nil && !isExpired(at: date))
     }
 
+    /// When the token of `kind` expires, as far as the provider said: the access token's
+    /// `expires_in`; for the refresh token a positive `refresh_expires_in` (Keycloak and others
+    /// send it) or the `exp` of a refresh token that is a JWT; for the ID token and the device
+    /// secret their `exp` when they are JWTs. `nil` when nobody said: such a token may live for
+    /// years.
+    public func expiry(of kind: TokenKind) -> Date? {
+        func jwtExpiry(_ value: String?) -> Date? {
+            guard let value, let exp = UnverifiedClaims.read(value)?["exp"]?.doubleValue, exp.isFinite else {
+                return nil
+            }
+            return Date(timeIntervalSince1970: exp)
+        }
+        switch kind {
+        case .accessToken:
+            return expiresAt
+        case .refreshToken:
+            if let seconds = additionalFields["refresh_expires_in"]?.doubleValue, seconds.isFinite, seconds > 0 {
+                return issuedAt.addingTimeInterval(min(seconds, 100 * 365 * 86_400))
+            }
+            return jwtExpiry(refreshToken)
+        case .idToken:
+            return jwtExpiry(idToken)
+        case .deviceSecret:
+            return jwtExpiry(deviceSecret)
+        }
+    }
+
     /// The value of the token of `kind`, if this token holds one.
     public func value(of kind: TokenKind) -> String? {
         switch kind {

@@ -273,6 +273,9 @@ actor ProviderState {
                     issuedAt: issued)
                 answer["refresh_token"] = .string(refreshToken)
             }
+            // Not in RFC 6749, but widely sent (Keycloak and others): when the refresh token
+            // expires, which a client's revocation outbox may rely on.
+            answer["refresh_expires_in"] = .number(configuration.refreshTokenLifetime)
         }
         if newDeviceSecret && grant.scopes.contains("device_sso") {
             let secret = Self.randomToken(bytes: 32)

@@ -17,13 +17,21 @@ struct Accounts: AsyncParsableCommand {
         var hasRefreshToken: Bool
     }
 
+    struct DamagedRow: Encodable {
+        var id: String
+        var damaged = true
+        var reason: String
+    }
+
     func run() async throws {
         let session = try await global.location.openStore()
         let all: [StoredCredential]
         let current: CredentialID?
+        let damaged: [DamagedRecord]
         do {
             all = try await session.store.all()
-            current = try await session.store.default?.id
+            damaged = try await session.store.damagedRecords().filter { $0.kind != .outboxEntry }
+            current = try? await session.store.default?.id
         } catch {
             throw CLIError.failed("The credential store cannot be read: \(error)")
         }
@@ -35,17 +43,39 @@ struct Accounts: AsyncParsableCommand {
                 accessTokenExpiresAt: stored.token.accessToken == nil ? nil : stored.token.expiresAt,
                 hasRefreshToken: stored.token.refreshToken != nil)
         }
+        let damagedRows = damaged.map { DamagedRow(id: $0.id, reason: $0.reason) }
         if global.json {
-            Output.json(rows)
-            return
+            if damagedRows.isEmpty {
+                Output.json(rows)
+            } else {
+                Output.json(Listing(accounts: rows, damaged: damagedRows))
+            }
+        } else {
+            if rows.isEmpty && damagedRows.isEmpty { Output.line("No accounts. Sign in with `latchkey login`.") }
+            for (row, stored) in zip(rows, all) {
+                var line =
+                    "\(row.isDefault ? "*" : " ") \(row.username ?? row.email ?? "?")\t\(row.email ?? "-")\t\(row.provider ?? "?")\t\(row.id)"
+                if stored.metadata.tags[Credential.needsSignInTag] != nil { line += "\t(must sign in again)" }
+                Output.line(line)
+            }
+            for row in damaged {
+                Output.line(
+                    "! damaged \(row.kind == .credential ? "account" : row.kind.rawValue) \(row.id): \(Output.safe(row.reason))"
+                )
+            }
         }
-        if rows.isEmpty { Output.line("No accounts. Sign in with `latchkey login`.") }
-        for (row, stored) in zip(rows, all) {
-            var line =
-                "\(row.isDefault ? "*" : " ") \(row.username ?? row.email ?? "?")\t\(row.email ?? "-")\t\(row.provider ?? "?")\t\(row.id)"
-            if stored.metadata.tags[Credential.needsSignInTag] != nil { line += "\t(must sign in again)" }
-            Output.line(line)
+        if !damaged.isEmpty {
+            Output.error(
+                "\(damaged.count) damaged record(s) left as they are; the other accounts work. Remove a damaged account with `latchkey remove ID`; choose the default again with `latchkey use`."
+            )
+            throw ExitCode(ExitStatus.failed.rawValue)
         }
+    }
+
+    /// The JSON shape when some records are damaged.
+    struct Listing: Encodable {
+        var accounts: [Row]
+        var damaged: [DamagedRow]
     }
 }
 

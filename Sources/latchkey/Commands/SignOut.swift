@@ -141,59 +141,115 @@ struct SignOut: AsyncParsableCommand {
     }
 }
 
-/// `latchkey outbox [list | retry]`.
+/// `latchkey outbox [list | retry | drop ID]`.
 struct Outbox: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Show or retry the revocations that failed during sign-out.")
-    @OptionGroup var global: GlobalOptions
-    @Argument(help: "list (default) or retry.") var action: String = "list"
+        abstract: "Show, retry or drop the revocations that failed during sign-out.",
+        subcommands: [List.self, Retry.self, Drop.self], defaultSubcommand: List.self)
 
-    func validate() throws {
-        guard ["list", "retry"].contains(action) else { throw ValidationError("outbox takes list or retry.") }
+    /// `latchkey outbox list`: every entry, permanent failures and damaged rows included.
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List the queued revocations.")
+        @OptionGroup var global: GlobalOptions
+
+        struct Row: Encodable {
+            var id: String
+            var account: String?
+            var kind: String
+            var issuer: String
+            var attempts: Int
+            var nextAttemptAt: Date?
+            var lastError: String?
+            var failedPermanently: Bool
+            var damaged: Bool
+        }
+
+        func run() async throws {
+            let session = try await global.location.openStore()
+            let entries: [OutboxEntry]
+            let damaged: [DamagedRecord]
+            do {
+                entries = try await session.store.outboxEntries()
+                damaged = try await session.store.damagedRecords().filter { $0.kind == .outboxEntry }
+            } catch {
+                throw CLIError.failed("The outbox cannot be read: \(error)")
+            }
+            if global.json {
+                Output.json(
+                    entries.map {
+                        Row(
+                            id: $0.id.uuidString, account: $0.account, kind: $0.kind.rawValue,
+                            issuer: $0.provider.issuer, attempts: $0.attempts,
+                            nextAttemptAt: $0.failedPermanently ? nil : $0.nextAttemptAt, lastError: $0.lastError,
+                            failedPermanently: $0.failedPermanently, damaged: false)
+                    }
+                        + damaged.map {
+                            Row(
+                                id: $0.id, kind: "?", issuer: "?", attempts: 0, lastError: $0.reason,
+                                failedPermanently: false, damaged: true)
+                        })
+            } else {
+                if entries.isEmpty && damaged.isEmpty {
+                    Output.line("The outbox is empty: every revocation went through.")
+                }
+                for entry in entries {
+                    let state =
+                        entry.failedPermanently
+                        ? "failed permanently (\(Output.safe(entry.lastError ?? "?"))); drop it with `latchkey outbox drop \(entry.id)`"
+                        : "next at \(entry.nextAttemptAt.formatted(.iso8601))"
+                    Output.line(
+                        "\(entry.id) \(entry.kind) of \(entry.account ?? "?") at \(entry.provider.issuer): \(entry.attempts) attempt(s), \(state)"
+                    )
+                }
+                for record in damaged { Output.line("! damaged entry \(record.id): \(Output.safe(record.reason))") }
+            }
+            if !damaged.isEmpty { throw ExitCode(ExitStatus.failed.rawValue) }
+        }
     }
 
-    func run() async throws {
-        let session = try await global.location.openStore()
-        if action == "retry" {
+    /// `latchkey outbox retry`: every entry that may still go through, due or not.
+    struct Retry: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Retry the queued revocations now.")
+        @OptionGroup var global: GlobalOptions
+
+        func run() async throws {
+            let session = try await global.location.openStore()
             let report = await session.store.drainOutbox(DrainOptions(includeNotDue: true))
-            Output.report(
-                global, "Outbox: \(report).",
-                [
-                    "revoked": .number(Double(report.revoked)), "failed": .number(Double(report.failed)),
-                    "dropped": .number(Double(report.dropped)), "remaining": .number(Double(report.remaining)),
-                ])
-            if report.failed > 0 { throw ExitCode(ExitStatus.failed.rawValue) }
-            return
+            var fields: [String: JSONValue] = [
+                "revoked": .number(Double(report.revoked)), "failed": .number(Double(report.failed)),
+                "dropped": .number(Double(report.dropped)), "remaining": .number(Double(report.remaining)),
+                "failedPermanently": .number(Double(report.permanent)),
+            ]
+            if !report.damaged.isEmpty { fields["damaged"] = .array(report.damaged.map { .string($0.id) }) }
+            Output.report(global, "Outbox: \(report).", fields)
+            if !report.isClean { throw ExitCode(ExitStatus.failed.rawValue) }
         }
-        let entries: [OutboxEntry]
-        do {
-            entries = try await session.store.outboxEntries()
-        } catch {
-            throw CLIError.failed("The outbox cannot be read: \(error)")
+    }
+
+    /// `latchkey outbox drop ID`: gives up on one entry on purpose.
+    struct Drop: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Remove one queued revocation without sending it; its token stays valid until it expires.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The entry's id, as `latchkey outbox list` shows it.") var id: String
+
+        func validate() throws {
+            guard UUID(uuidString: id) != nil else { throw ValidationError("\(id) is not an outbox entry id.") }
         }
-        if global.json {
-            struct Row: Encodable {
-                var id: String
-                var account: String?
-                var kind: String
-                var issuer: String
-                var attempts: Int
-                var nextAttemptAt: Date
-                var lastError: String?
+
+        func run() async throws {
+            let session = try await global.location.openStore()
+            guard let uuid = UUID(uuidString: id) else { throw CLIError.input("\(id) is not an outbox entry id.") }
+            let dropped: Bool
+            do {
+                dropped = try await session.store.dropOutboxEntry(uuid)
+            } catch {
+                throw CLIError.failed("The outbox cannot be changed: \(error)")
             }
-            Output.json(
-                entries.map {
-                    Row(
-                        id: $0.id.uuidString, account: $0.account, kind: $0.kind.rawValue, issuer: $0.provider.issuer,
-                        attempts: $0.attempts, nextAttemptAt: $0.nextAttemptAt, lastError: $0.lastError)
-                })
-            return
-        }
-        if entries.isEmpty { Output.line("The outbox is empty: every revocation went through.") }
-        for entry in entries {
-            Output.line(
-                "\(entry.kind) of \(entry.account ?? "?") at \(entry.provider.issuer): \(entry.attempts) attempt(s), next at \(entry.nextAttemptAt.formatted(.iso8601))"
-            )
+            guard dropped else { throw CLIError.input("No outbox entry has the id \(id).") }
+            Output.report(
+                global, "Dropped \(id); its token was not revoked and stays valid until it expires.",
+                ["id": .string(id)])
         }
     }
 }

@@ -151,6 +151,21 @@ struct Remove: AsyncParsableCommand {
 
     func run() async throws {
         let session = try await global.location.openStore()
+        // A damaged account cannot be read, but can be removed on purpose by its id.
+        if let account, let damaged = try? await session.store.damagedRecords(),
+            damaged.contains(where: { $0.kind == .credential && $0.id == account })
+        {
+            do {
+                try await session.store.remove(CredentialID(rawValue: account))
+            } catch {
+                throw CLIError.failed("The damaged account could not be removed: \(error)")
+            }
+            Output.report(
+                global,
+                "Removed the damaged account \(account) from this device. Its tokens could not be read, so they were not revoked.",
+                ["id": .string(account)])
+            return
+        }
         let stored = try await session.account(account)
         do {
             try await session.store.remove(stored.id)

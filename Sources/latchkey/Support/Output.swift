@@ -99,6 +99,21 @@ enum Output {
         }
     }
 
+    /// Text that came from a provider or a file, with control characters escaped, so that it
+    /// cannot move the cursor, change colours or rewrite the terminal.
+    static func safe(_ text: String) -> String {
+        var escaped = ""
+        for scalar in text.unicodeScalars {
+            switch scalar.properties.generalCategory {
+            case .control, .format, .lineSeparator, .paragraphSeparator:
+                escaped += scalar.escaped(asASCII: true)
+            default:
+                escaped.unicodeScalars.append(scalar)
+            }
+        }
+        return escaped
+    }
+
     static func mark(_ ok: Bool) -> String {
         guard useColor else { return ok ? "✓" : "✗" }
         return ok ? "\u{1B}[32m✓\u{1B}[0m" : "\u{1B}[31m✗\u{1B}[0m"

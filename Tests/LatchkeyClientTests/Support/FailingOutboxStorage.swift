@@ -1,0 +1,34 @@
+import Foundation
+import Latchkey
+
+/// In-memory storage whose outbox cannot be written, as on a full disk.
+struct FailingOutboxStorage: CredentialStorage {
+    let inner = InMemoryCredentialStorage()
+
+    func all() async throws(StorageError) -> [StoredCredential] { try await inner.all() }
+    func credential(for id: CredentialID) async throws(StorageError) -> StoredCredential? {
+        try await inner.credential(for: id)
+    }
+    func credentials(matching query: CredentialQuery) async throws(StorageError) -> [StoredCredential] {
+        try await inner.credentials(matching: query)
+    }
+    func insert(_ credential: StoredCredential) async throws(StorageError) { try await inner.insert(credential) }
+    func update(_ credential: StoredCredential) async throws(StorageError) { try await inner.update(credential) }
+    func delete(_ id: CredentialID) async throws(StorageError) -> StorageDeletion { try await inner.delete(id) }
+    func defaultCredentialID() async throws(StorageError) -> CredentialID? { try await inner.defaultCredentialID() }
+    func setDefaultCredentialID(_ id: CredentialID?) async throws(StorageError) {
+        try await inner.setDefaultCredentialID(id)
+    }
+    func withRefreshLease<Result: Sendable>(
+        for id: CredentialID, duration: Duration, _ body: @Sendable () async -> Result
+    ) async throws(StorageError) -> Result {
+        try await inner.withRefreshLease(for: id, duration: duration, body)
+    }
+    func damagedRecords() async throws(StorageError) -> [DamagedRecord] { [] }
+    func enqueue(_ entry: OutboxEntry, limit: Int) async throws(StorageError) {
+        throw StorageError(.databaseFailure, reason: "database or disk is full", retryable: true)
+    }
+    func outboxEntries() async throws(StorageError) -> [OutboxEntry] { try await inner.outboxEntries() }
+    func updateOutboxEntry(_ entry: OutboxEntry) async throws(StorageError) { try await inner.updateOutboxEntry(entry) }
+    func removeOutboxEntry(_ id: UUID) async throws(StorageError) { try await inner.removeOutboxEntry(id) }
+}
