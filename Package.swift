@@ -34,7 +34,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.0"),
         // Tests only: child processes without Foundation's Process.
         .package(url: "https://github.com/swiftlang/swift-subprocess.git", from: "1.0.2"),
-        .package(url: "https://github.com/apple/swift-system.git", from: "1.5.0"),
+        // File descriptors, stat and errno for the SQLite store's files.
+        .package(url: "https://github.com/apple/swift-system.git", from: "1.7.0"),
     ],
     targets: [
         .target(
@@ -55,6 +56,7 @@ let package = Package(
             dependencies: [
                 "Latchkey",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -93,6 +95,9 @@ let package = Package(
                 "LatchkeyHTTP",
                 "LatchkeyDevProvider",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "SystemPackage", package: "swift-system"),
             ],
             swiftSettings: strictSettings
         ),

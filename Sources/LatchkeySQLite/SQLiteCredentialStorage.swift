@@ -3,6 +3,15 @@ public import Foundation
 import GRDB
 public import Latchkey
 public import Logging
+import SystemPackage
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Credential storage in a SQLite database (through GRDB): Latchkey's embedded default.
 ///
@@ -18,12 +27,16 @@ public final class SQLiteCredentialStorage: CredentialStorage {
     /// Where the key that seals token values comes from.
     public enum KeySource: Sendable {
         /// A file beside the database, named after it with `.key` appended; created when the
-        /// database is new.
+        /// database is new. A key file that exists before its database is never adopted.
         case keyFileBesideDatabase
-        /// The key file at this path; created when it and the database are new.
+        /// The key file at this path (32 bytes, or their base64 on one line), kept wherever the
+        /// caller keeps keys; created when it and the database are new.
         case keyFile(String)
         /// This 256-bit key (from a keychain or secret manager, say).
         case key(SymmetricKey)
+        /// The key read from this open file descriptor (a pipe from a secret manager, say):
+        /// 32 bytes or their base64. The descriptor is read to its end and closed.
+        case fileDescriptor(Int32)
     }
 
     /// The path of the database file.
@@ -31,36 +44,55 @@ public final class SQLiteCredentialStorage: CredentialStorage {
     /// The path of the key file, when the key came from one.
     public let keyPath: String?
     private let pool: DatabaseQueue
-    private let sealer: Sealer
+    let sealer: Sealer
     let logger: Logger
 
     /// Opens the store at `path`, creating it (and its folder and key file) when it is missing.
     ///
-    /// - Throws: ``StorageError`` naming the file when the folder cannot be used, the key file
-    ///   is missing or not 32 bytes, the key is not the store's, or the database is corrupt.
+    /// Files are trusted as ssh trusts its own: the folder, the database and the key file must
+    /// belong to the user and be closed to other users' writes (the key file to their reads
+    /// too); the database and the key file are opened without following links; a key file
+    /// beside a database that does not exist yet is never adopted.
+    ///
+    /// - Throws: ``StorageError`` naming the file when the folder cannot be used, a file is open
+    ///   to other users (``StorageError/Code/insecureFile``), the key file is missing or not a
+    ///   key, the key is not the store's, or the database is corrupt.
     public init(path: String, key: KeySource = .keyFileBesideDatabase, logger: Logger? = nil) throws(StorageError) {
         let path = URL(fileURLWithPath: path).standardizedFileURL.path
         self.path = path
         self.logger = logger ?? .disabled("latchkey.sqlite")
         try StoreFiles.prepareFolder(URL(fileURLWithPath: path).deletingLastPathComponent().path)
-        let hasData = try StoreFiles.checkDatabaseFile(path)
+        let database = try StoreFiles.checkDatabaseFile(path)
+        // The database file first, exclusively: the process that creates it is the one that may
+        // create its key; a key file that was there before it is not trusted.
+        let created = database.exists ? false : try StoreFiles.createDatabaseFile(path)
         let symmetricKey: SymmetricKey
-        switch key {
-        case .keyFileBesideDatabase, .keyFile:
-            let keyPath: String
-            if case .keyFile(let given) = key { keyPath = given } else { keyPath = path + ".key" }
-            self.keyPath = keyPath
-            symmetricKey = try StoreFiles.loadOrCreateKey(at: keyPath, databaseHasData: hasData)
-        case .key(let given):
-            self.keyPath = nil
-            guard given.bitCount == 256 else {
-                throw StorageError(
-                    .invalidKeyFile, reason: "The key given is \(given.bitCount) bits; Latchkey needs 256.")
+        do throws(StorageError) {
+            switch key {
+            case .keyFileBesideDatabase, .keyFile:
+                let keyPath: String
+                if case .keyFile(let given) = key { keyPath = given } else { keyPath = path + ".key" }
+                self.keyPath = keyPath
+                symmetricKey = try StoreFiles.loadOrCreateKey(
+                    at: keyPath, database: database, createdDatabase: created,
+                    besideDatabase: { if case .keyFileBesideDatabase = key { true } else { false } }())
+            case .key(let given):
+                self.keyPath = nil
+                guard given.bitCount == 256 else {
+                    throw StorageError(
+                        .invalidKeyFile, reason: "The key given is \(given.bitCount) bits; Latchkey needs 256.")
+                }
+                symmetricKey = given
+            case .fileDescriptor(let number):
+                self.keyPath = nil
+                let descriptor = FileDescriptor(rawValue: number)
+                defer { try? descriptor.close() }
+                symmetricKey = try StoreFiles.readKey(from: descriptor, name: "file descriptor \(number)")
             }
-            symmetricKey = given
+        } catch {
+            if created { StoreFiles.removeNewDatabaseFile(path) }
+            throw error
         }
-        sealer = Sealer(key: symmetricKey)
-        if !hasData { try StoreFiles.createDatabaseFile(path) }
 
         var configuration = Configuration()
         configuration.label = "latchkey"
@@ -80,18 +112,35 @@ public final class SQLiteCredentialStorage: CredentialStorage {
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
         }
         let keyPath = self.keyPath
-        let sealer = self.sealer
         do {
             // One serialized connection: the store's operations are short, and a pool's
             // readers would need the dummy write described above.
             pool = try DatabaseQueue(path: path, configuration: configuration)
-            try pool.writeWithoutTransaction { db in
-                try Schema.migrate(db, path: path, keyPath: keyPath, sealer: sealer)
-            }
+            sealer = try Self.migrate(pool, path: path, keyPath: keyPath, sealer: Sealer(key: symmetricKey))
         } catch {
             throw Self.storageError(error, path: path)
         }
         self.logger.debug("credential store opened", metadata: ["path": "\(path)"])
+    }
+
+    /// Migrates and checks the key. When the key file's key is not the store's, a key rotation
+    /// may have committed without replacing the key file (the process died in between): the new
+    /// key then waits in `KEY.next`, and is put in place.
+    private static func migrate(_ pool: DatabaseQueue, path: String, keyPath: String?, sealer: Sealer) throws -> Sealer
+    {
+        do {
+            try pool.writeWithoutTransaction { db in
+                try Schema.migrate(db, path: path, keyPath: keyPath, sealer: sealer)
+            }
+            return sealer
+        } catch let error as StorageError where error.code == .wrongKey {
+            guard let keyPath, let pending = try? StoreFiles.readKeyFile(at: keyPath + ".next") else { throw error }
+            let next = Sealer(key: pending)
+            try pool.writeWithoutTransaction { db in try Schema.migrate(db, path: path, keyPath: keyPath, sealer: next)
+            }
+            guard rename(keyPath + ".next", keyPath) == 0 else { throw error }
+            return next
+        }
     }
 
     /// Closes the database now, moving everything committed into the database file, instead

@@ -13,21 +13,23 @@ struct LatchkeyCommand: AsyncParsableCommand {
             """,
         subcommands: [
             ProviderCommand.self, Login.self, Accounts.self, Use.self, TokenCommand.self, Refresh.self,
-            UserInfo.self, Revoke.self, Remove.self, SignOut.self, Outbox.self, DevServer.self, Demo.self,
+            UserInfo.self, Revoke.self, Remove.self, SignOut.self, Outbox.self, KeyCommand.self, DevServer.self,
+            Demo.self,
         ]
     )
 }
 
-/// `latchkey [--home DIR] [--json] COMMAND`: the shared options may come before the command;
+/// `latchkey [--home DIR] [--key-file FILE | --key-fd N] [--json] COMMAND`: the shared options may come before the command;
 /// every command declares them, so they are moved behind it for the parser.
 func globalOptionsLast(_ arguments: [String]) -> [String] {
     var leading: [String] = []
     var rest = arguments[...]
+    let valued = ["--home", "--key-file", "--key-fd"]
     while let first = rest.first, first.hasPrefix("--") {
-        if first == "--json" || first.hasPrefix("--home=") {
+        if first == "--json" || valued.contains(where: { first.hasPrefix($0 + "=") }) {
             leading.append(first)
             rest = rest.dropFirst()
-        } else if first == "--home", rest.count >= 2 {
+        } else if valued.contains(first), rest.count >= 2 {
             leading += rest.prefix(2)
             rest = rest.dropFirst(2)
         } else {

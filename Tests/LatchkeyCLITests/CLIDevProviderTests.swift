@@ -78,7 +78,8 @@ struct CLIDevProviderTests {
         #expect(list.array.map { $0["name"] as? String } == ["corp", "pool"])
         #expect(list.array.last?["issuer"] as? String == "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_abc")
         let file = try String(contentsOfFile: device.path + "/providers.json", encoding: .utf8)
-        #expect(file.contains("s3cret"))
+        #expect(!file.contains("s3cret"), "the client secret is sealed with the store's key")
+        #expect(file.contains("sealedClientSecret"))
         let mode =
             try FileManager.default.attributesOfItem(atPath: device.path + "/providers.json")[.posixPermissions] as? Int
         #expect(mode == 0o600)
@@ -463,6 +464,89 @@ struct CLIDevProviderTests {
             #expect(try await a.run("accounts").status == 0)
         }
     }
+
+    @Test("keys: generate, a key kept elsewhere (--key-file, --key-fd), rotate; client secrets sealed and re-sealed")
+    func keys() async throws {
+        try await withDevices { dev, a, _ in
+            // A confidential client: its secret must survive the rotation.
+            let confidential = try await a.run(
+                arguments: [
+                    "provider", "add", "corp", "--issuer", dev.issuer.absoluteString, "--client-id",
+                    "latchkey-confidential", "--client-secret-stdin", "--auth-method", "basic",
+                ],
+                input: "latchkey-confidential-secret")
+            #expect(confidential.status == 0, "\(confidential.stderr)")
+            #expect(try await login(a, "alice", "--provider", "corp").status == 0)
+            let before = try await a.run("token")
+            #expect(before.status == 0)
+            let rotate = try await a.run("key", "rotate")
+            #expect(rotate.status == 0, "\(rotate.stderr)")
+            #expect(try await a.run("token").stdout == before.stdout, "the tokens survive the new key")
+            #expect(try await a.run("refresh", "alice").status == 0, "and the confidential client's secret too")
+            #expect(try await login(a, "bob", "--provider", "corp").status == 0)
+
+            // A key kept elsewhere: generated once, never replaced, named on every run.
+            let keys = try TemporaryKeys()
+            defer { keys.cleanUp() }
+            let keyFile = keys.path + "/home.key"
+            #expect(try await CLI.run(["key", "generate", keyFile]).status == 0)
+            #expect(try await CLI.run(["key", "generate", keyFile]).status == 2, "an existing key is never replaced")
+            let mode = try FileManager.default.attributesOfItem(atPath: keyFile)[.posixPermissions] as? Int
+            #expect(mode == 0o600)
+            let elsewhere = try Device()
+            defer { elsewhere.cleanUp() }
+            #expect(
+                try await elsewhere.run(
+                    "--key-file", keyFile, "provider", "add", "dev", "--issuer", dev.issuer.absoluteString,
+                    "--client-id", "latchkey-cli"
+                ).status == 0)
+            #expect(
+                try await elsewhere.run(
+                    arguments: ["--key-file", keyFile] + ["login", "--username", "alice", "--password-stdin"],
+                    input: "alice-password"
+                ).status == 0)
+            #expect(!FileManager.default.fileExists(atPath: elsewhere.path + "/credentials.sqlite.key"))
+            #expect(try await elsewhere.run("--key-file", keyFile, "token").status == 0)
+            #expect(try await elsewhere.run("token").status == 1, "without its key the store does not open")
+            // The same key through a descriptor, as a secret manager would hand it over.
+            let shell = try await ChildProcess.run(
+                URL(fileURLWithPath: "/bin/sh"),
+                [
+                    "-c", "exec \"$0\" --home \"$1\" --key-fd 3 token 3< \"$2\"", CLI.binary.path, elsewhere.path,
+                    keyFile,
+                ],
+                environment: CLI.environment())
+            #expect(shell.status == 0, "\(shell.stderr)")
+            #expect(shell.stdout == (try await elsewhere.run("--key-file", keyFile, "token")).stdout)
+        }
+    }
+
+    @Test("a client secret an earlier version kept in the clear is sealed on the next run")
+    func legacyClientSecret() async throws {
+        try await withDevices { dev, a, _ in
+            let file = a.path + "/providers.json"
+            let legacy = """
+                [{"name": "corp", "kind": "openid", "clientID": "latchkey-confidential", "issuer": "\(dev.issuer.absoluteString)",
+                  "clientSecret": "latchkey-confidential-secret", "authMethod": "basic"}]
+                """
+            try Data(legacy.utf8).write(to: URL(fileURLWithPath: file))
+            #expect(try await login(a, "alice", "--provider", "corp").status == 0)
+            let sealed = try String(contentsOfFile: file, encoding: .utf8)
+            #expect(!sealed.contains("latchkey-confidential-secret"))
+            #expect(try await a.run("refresh").status == 0)
+        }
+    }
+}
+
+/// A private folder for key files.
+struct TemporaryKeys {
+    let path: String
+    init() throws {
+        path = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-keys-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(
+            atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+    }
+    func cleanUp() { try? FileManager.default.removeItem(atPath: path) }
 }
 
 /// Asks the development provider about a token, as an authenticated client.

@@ -8,7 +8,7 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
         private enum Base: String, Sendable, Hashable {
             case corruptDatabase, wrongKey, invalidKeyFile, missingKeyFile, folderNotAccessible,
                 fileNotAccessible, unsupportedSchema, corruptRecord, credentialNotFound,
-                duplicateCredential, databaseFailure, versionConflict, cancelled, outboxFull
+                duplicateCredential, databaseFailure, versionConflict, cancelled, outboxFull, insecureFile
         }
 
         private let base: Base
@@ -40,6 +40,9 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
         public static let versionConflict = Code(base: .versionConflict)
         /// The task was cancelled while it waited (for a refresh lease, say); nothing changed.
         public static let cancelled = Code(base: .cancelled)
+        /// A file or folder of the store is not the user's, is open to other users, is a link, or
+        /// is a key file that existed before its database: it is not trusted, and not changed.
+        public static let insecureFile = Code(base: .insecureFile)
         /// The revocation outbox holds as many entries as it may; nothing was added.
         public static let outboxFull = Code(base: .outboxFull)
 

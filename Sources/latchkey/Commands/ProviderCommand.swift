@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Latchkey
+import LatchkeySQLite
 
 /// `latchkey provider add | list | remove`.
 struct ProviderCommand: AsyncParsableCommand {
@@ -76,9 +77,14 @@ struct ProviderCommand: AsyncParsableCommand {
                 let parts = endpoint.split(separator: "=", maxSplits: 1).map(String.init)
                 endpointMap[parts[0]] = parts[1]
             }
+            // The secret is sealed with the store's key; providers.json never holds it in the clear.
+            var sealedSecret: String?
+            if let secret {
+                sealedSecret = try await home.openStorage().seal(secret: secret, purpose: Home.secretPurpose(name))
+            }
             let entry = ProviderEntry(
                 name: name, kind: cognito ? .cognito : .openid, clientID: clientID, issuer: issuer,
-                clientSecret: secret,
+                sealedClientSecret: sealedSecret,
                 scopes: scope.map { $0.split(separator: " ").map(String.init) }, authMethod: authMethod,
                 endpoints: endpointMap.isEmpty ? nil : endpointMap, region: region, userPoolID: userPoolID,
                 endpointURL: endpointURL)

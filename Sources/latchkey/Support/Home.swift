@@ -1,9 +1,12 @@
 import ArgumentParser
+import Crypto
 import Foundation
 import Latchkey
 import LatchkeyHTTP
 import LatchkeySQLite
 import Logging
+import Synchronization
+import SystemPackage
 
 #if canImport(Glibc)
     import Glibc
@@ -20,7 +23,10 @@ struct ProviderEntry: Codable, Sendable {
     var clientID: String
     // OpenID
     var issuer: String?
+    /// A client secret as earlier versions kept it, in the clear; sealed on the next open.
     var clientSecret: String?
+    /// The client secret, sealed with the store's key (base64).
+    var sealedClientSecret: String?
     var scopes: [String]?
     var authMethod: String?
     var endpoints: [String: String]?
@@ -48,11 +54,18 @@ struct Home {
     static let providerTag = "latchkey.provider"
 
     let folder: URL
+    /// Where the store's key comes from.
+    let keySource: SQLiteCredentialStorage.KeySource
+    /// The descriptor the key is read from, when it is: read once per process (a pipe cannot be
+    /// read twice), then the key is kept in memory.
+    private var keyDescriptor: Int32?
     var databasePath: String { folder.appendingPathComponent("credentials.sqlite").path }
     var providersFile: URL { folder.appendingPathComponent("providers.json") }
 
     /// `--home`, else `$LATCHKEY_HOME`, else `$XDG_CONFIG_HOME/latchkey`, else `~/.config/latchkey`.
-    init(explicit: String?) {
+    /// The key: `--key-fd`, else `--key-file`, else `$LATCHKEY_KEY_FILE`, else the key file beside
+    /// the database.
+    init(explicit: String?, keyFile: String? = nil, keyDescriptor: Int32? = nil) {
         let environment = ProcessInfo.processInfo.environment
         if let explicit {
             folder = URL(fileURLWithPath: explicit)
@@ -63,10 +76,19 @@ struct Home {
         } else {
             folder = FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".config/latchkey")
         }
+        if let keyDescriptor {
+            keySource = .fileDescriptor(keyDescriptor)
+            self.keyDescriptor = keyDescriptor
+        } else if let file = keyFile ?? environment["LATCHKEY_KEY_FILE"].flatMap({ $0.isEmpty ? nil : $0 }) {
+            keySource = .keyFile(file)
+        } else {
+            keySource = .keyFileBesideDatabase
+        }
     }
 
     // MARK: Providers
 
+    /// The configured providers, their client secrets still sealed.
     func providers() throws -> [ProviderEntry] {
         guard FileManager.default.fileExists(atPath: providersFile.path) else { return [] }
         do {
@@ -76,21 +98,27 @@ struct Home {
         }
     }
 
+    /// Writes the provider list: to a new file created 0600 (never wider, even for a moment),
+    /// then renamed over the old one, so a crash leaves the old list or the new one.
     func saveProviders(_ providers: [ProviderEntry]) throws {
         try FileManager.default.createDirectory(
             at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         let data = try encoder.encode(providers)
-        // Client secrets live here: the file is private to its owner.
-        let temporary = providersFile.appendingPathExtension("tmp")
-        guard
-            FileManager.default.createFile(
-                atPath: temporary.path, contents: data, attributes: [.posixPermissions: 0o600])
-        else { throw CLIError.failed("\(providersFile.path) cannot be written.") }
-        // rename(2) replaces the old list atomically: a crash leaves the old or the new one.
-        guard rename(temporary.path, providersFile.path) == 0 else {
-            try? FileManager.default.removeItem(at: temporary)
+        let temporary = providersFile.path + ".\(UUID().uuidString).tmp"
+        do {
+            let descriptor = try FileDescriptor.open(
+                FilePath(temporary), .writeOnly, options: [.create, .exclusiveCreate, .noFollow, .closeOnExec],
+                permissions: .ownerReadWrite)
+            defer { try? descriptor.close() }
+            _ = try descriptor.writeAll(data)
+        } catch {
+            unlink(temporary)
+            throw CLIError.failed("\(providersFile.path) cannot be written: \(error)")
+        }
+        guard rename(temporary, providersFile.path) == 0 else {
+            unlink(temporary)
             throw CLIError.failed("\(providersFile.path) cannot be written.")
         }
     }
@@ -127,24 +155,79 @@ struct Home {
         return logger
     }()
 
-    /// The store, with every configured provider registered.
-    func openStore(requestTimeout: Duration = .seconds(15)) async throws -> Session {
-        let store: CredentialStore
+    /// The key source to open the store with: a descriptor's key is read once, then reused.
+    func resolvedKeySource() throws -> SQLiteCredentialStorage.KeySource {
+        guard let keyDescriptor else { return keySource }
+        return .key(
+            try Self.descriptorKey.withLock { cached in
+                if let cached { return cached }
+                do {
+                    let key = try SQLiteCredentialStorage.readKey(fromDescriptor: keyDescriptor)
+                    cached = key
+                    return key
+                } catch {
+                    throw CLIError.failed("The key cannot be read from file descriptor \(keyDescriptor): \(error)")
+                }
+            })
+    }
+
+    private static let descriptorKey = Mutex<SymmetricKey?>(nil)
+
+    /// The SQLite storage of this home, opened with its key.
+    func openStorage() async throws -> SQLiteCredentialStorage {
+        let source = try resolvedKeySource()
         do {
-            store = try await CredentialStore.sqlite(at: databasePath, logger: Self.logger)
+            return try await SQLiteCredentialStorage.open(path: databasePath, key: source, logger: Self.logger)
         } catch {
             throw CLIError.failed("The credential store cannot be opened: \(error)")
         }
+    }
+
+    /// The purpose a provider's client secret is sealed for.
+    static func secretPurpose(_ name: String) -> String { "client-secret:\(name)" }
+
+    /// The client secret of `entry`, opened with the store's key.
+    func clientSecret(of entry: ProviderEntry, storage: SQLiteCredentialStorage) throws -> String? {
+        if let sealed = entry.sealedClientSecret {
+            guard let secret = storage.open(sealedSecret: sealed, purpose: Self.secretPurpose(entry.name)) else {
+                throw CLIError.failed(
+                    "The client secret of the provider \(entry.name) does not open with the store's key; add the provider again."
+                )
+            }
+            return secret
+        }
+        return entry.clientSecret
+    }
+
+    /// Seals every client secret still kept in the clear (written by an earlier version).
+    func sealLegacySecrets(_ entries: [ProviderEntry], storage: SQLiteCredentialStorage) throws -> [ProviderEntry] {
+        guard entries.contains(where: { $0.clientSecret != nil }) else { return entries }
+        var sealed = entries
+        for index in sealed.indices {
+            guard let secret = sealed[index].clientSecret else { continue }
+            sealed[index].sealedClientSecret = try storage.seal(
+                secret: secret, purpose: Self.secretPurpose(sealed[index].name))
+            sealed[index].clientSecret = nil
+        }
+        try saveProviders(sealed)
+        return sealed
+    }
+
+    /// The store, with every configured provider registered.
+    func openStore(requestTimeout: Duration = .seconds(15)) async throws -> Session {
+        let storage = try await openStorage()
+        let store = CredentialStore(storage: storage, logger: Self.logger)
         var clients: [String: any IdentityProvider] = [:]
-        for entry in try providers() {
-            let client = try Self.client(for: entry, timeout: requestTimeout)
+        for entry in try sealLegacySecrets(providers(), storage: storage) {
+            let client = try Self.client(
+                for: entry, secret: clientSecret(of: entry, storage: storage), timeout: requestTimeout)
             clients[entry.name] = client
             await store.register(client)
         }
         return Session(home: self, store: store, clients: clients)
     }
 
-    static func client(for entry: ProviderEntry, timeout: Duration) throws -> any IdentityProvider {
+    static func client(for entry: ProviderEntry, secret: String?, timeout: Duration) throws -> any IdentityProvider {
         let options = HTTPTransportOptions(timeout: timeout)
         let transport = AsyncHTTPClientTransport.shared
         switch entry.kind {
@@ -153,7 +236,7 @@ struct Home {
                 throw CLIError.input("The provider \(entry.name) has no valid issuer.")
             }
             let authentication: ClientAuthentication
-            switch (entry.authMethod ?? (entry.clientSecret == nil ? "none" : "basic"), entry.clientSecret) {
+            switch (entry.authMethod ?? (secret == nil ? "none" : "basic"), secret) {
             case ("basic", let secret?): authentication = .basic(secret: secret)
             case ("post", let secret?): authentication = .post(secret: secret)
             default: authentication = .none

@@ -50,7 +50,19 @@ struct GlobalOptions: ParsableArguments {
     @Flag(help: "Print one JSON document instead of text.")
     var json = false
 
-    var location: Home { Home(explicit: home) }
+    @Option(
+        name: .customLong("key-file"),
+        help:
+            "The store's key, kept elsewhere: a file holding 32 bytes or their base64. Default: $LATCHKEY_KEY_FILE, then the key file beside the database."
+    )
+    var keyFile: String?
+
+    @Option(
+        name: .customLong("key-fd"),
+        help: "Read the store's key from this open file descriptor (a secret manager's pipe).")
+    var keyDescriptor: Int32?
+
+    var location: Home { Home(explicit: home, keyFile: keyFile, keyDescriptor: keyDescriptor) }
 }
 
 /// Writes the tool's output: text for people, or one JSON document.

@@ -51,7 +51,9 @@ struct TemporaryFolder: Sendable {
         path =
             FileManager.default.temporaryDirectory
             .appendingPathComponent("latchkey-tests-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        // 0700 whatever the umask: the store refuses a folder open to other users' writes.
+        try FileManager.default.createDirectory(
+            atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
     }
 
     func file(_ name: String) -> String { (path as NSString).appendingPathComponent(name) }

@@ -1,0 +1,107 @@
+import ArgumentParser
+import Crypto
+import Foundation
+import Latchkey
+import LatchkeySQLite
+import SystemPackage
+
+/// `latchkey key generate | rotate`.
+struct KeyCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "key", abstract: "Make a key, or seal the store again under a new one.",
+        subcommands: [Generate.self, Rotate.self])
+
+    /// `latchkey key generate FILE`: a new 256-bit key, base64, in a new file of mode 0600.
+    struct Generate: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Write a new 256-bit key (base64) to a new file of mode 0600; an existing file is never replaced."
+        )
+        @Argument(help: "The file to create.") var file: String
+
+        func run() async throws {
+            try Self.write(SymmetricKey(size: .bits256), to: file)
+            Output.line("Wrote a new key to \(file) (mode 0600). Use it with --key-file or LATCHKEY_KEY_FILE.")
+        }
+    }
+
+    /// `latchkey key rotate`: seals every token, queued revocation and client secret again.
+    struct Rotate: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Seal the whole store, and the providers' client secrets, again under a new key, in one step.",
+            discussion: """
+                With the key file beside the database, or one named by --key-file, the new key replaces it \
+                (atomically, after the store was sealed again). With --key-fd, name the new file the new key \
+                goes to with --new-key-file (mode 0600), and give it to your secret manager. No other latchkey \
+                may use the home meanwhile.
+                """)
+        @OptionGroup var global: GlobalOptions
+        @Option(name: .customLong("new-key-file"), help: "With --key-fd: the new file the new key goes to.")
+        var newKeyFile: String?
+
+        func validate() throws {
+            if global.keyDescriptor != nil, newKeyFile == nil {
+                throw ValidationError("With --key-fd, name where the new key goes with --new-key-file.")
+            }
+            if global.keyDescriptor == nil, newKeyFile != nil {
+                throw ValidationError("--new-key-file goes with --key-fd; a key file is replaced where it is.")
+            }
+        }
+
+        func run() async throws {
+            let home = global.location
+            let newKey = SymmetricKey(size: .bits256)
+            // The client secrets, opened with the old key, to be sealed again with the new one.
+            let storage = try await home.openStorage()
+            var providers = try home.sealLegacySecrets(home.providers(), storage: storage)
+            let secrets = try providers.map { try home.clientSecret(of: $0, storage: storage) }
+            try storage.close()
+
+            // A new key file first: if it cannot be written, nothing has changed yet.
+            // A descriptor's key was read once and is held in memory: rotation then writes no key
+            // file of its own, and the new key goes to --new-key-file.
+            let source = try home.resolvedKeySource()
+            if let newKeyFile { try KeyCommand.Generate.write(newKey, to: newKeyFile) }
+            do {
+                try await SQLiteCredentialStorage.rotateKey(path: home.databasePath, key: source, to: newKey)
+            } catch {
+                throw CLIError.failed("The store was not sealed again: \(error)")
+            }
+            let rotated = Home(explicit: home.folder.path, keyFile: newKeyFile ?? keyFilePath(home))
+            let reopened = try await rotated.openStorage()
+            for index in providers.indices {
+                providers[index].sealedClientSecret = try secrets[index].map {
+                    try reopened.seal(secret: $0, purpose: Home.secretPurpose(providers[index].name))
+                }
+            }
+            try home.saveProviders(providers)
+            Output.report(
+                global,
+                "Sealed the store again under a new key\(newKeyFile.map { ", written to \($0)" } ?? "").",
+                ["keyFile": .string(newKeyFile ?? keyFilePath(home) ?? home.databasePath + ".key")])
+        }
+
+        private func keyFilePath(_ home: Home) -> String? {
+            switch home.keySource {
+            case .keyFile(let path): path
+            default: nil
+            }
+        }
+    }
+}
+
+extension KeyCommand.Generate {
+    /// Writes `key` as base64 to a new file of mode 0600.
+    static func write(_ key: SymmetricKey, to file: String) throws {
+        do {
+            let descriptor = try FileDescriptor.open(
+                FilePath(file), .writeOnly, options: [.create, .exclusiveCreate, .noFollow, .closeOnExec],
+                permissions: .ownerReadWrite)
+            defer { try? descriptor.close() }
+            _ = try descriptor.writeAll(Array((key.withUnsafeBytes { Data($0) }.base64EncodedString() + "\n").utf8))
+        } catch let error as Errno where error == .fileExists {
+            throw CLIError.input("\(file) exists; Latchkey never replaces a key file.")
+        } catch {
+            throw CLIError.failed("\(file) cannot be written: \(error)")
+        }
+    }
+}
