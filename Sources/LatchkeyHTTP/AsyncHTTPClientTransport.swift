@@ -47,12 +47,10 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         outgoing.method = HTTPMethod(rawValue: request.method.rawValue)
         for field in request.headerFields { outgoing.headers.add(name: field.name.rawName, value: field.value) }
         if let body { outgoing.body = .bytes(ByteBuffer(bytes: body)) }
-        let deadline =
-            NIODeadline.now()
-            + .nanoseconds(
-                Int64(
-                    options.timeout.components.seconds * 1_000_000_000
-                        + options.timeout.components.attoseconds / 1_000_000_000))
+        // Saturating: a timeout of years must not overflow nanoseconds.
+        let (seconds, attoseconds) = options.timeout.components
+        let (whole, overflow) = max(seconds, 0).multipliedReportingOverflow(by: 1_000_000_000)
+        let deadline = NIODeadline.now() + .nanoseconds(overflow ? Int64.max / 2 : whole + attoseconds / 1_000_000_000)
         do {
             let response = try await client.execute(outgoing, deadline: deadline)
             let bytes = try await response.body.collect(upTo: options.maximumBodySize)

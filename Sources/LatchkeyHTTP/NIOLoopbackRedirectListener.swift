@@ -1,5 +1,6 @@
 import Foundation
 public import Latchkey
+public import Logging
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -15,16 +16,22 @@ public struct NIOLoopbackRedirectListener: LoopbackRedirectListener {
     public var path: String
     /// The page shown in the browser once the redirect arrived.
     public var page: String
+    /// Where refused requests are logged; silent by default.
+    public var logger: Logger
 
     /// Creates a listener.
-    public init(port: Int = 0, path: String = "/callback", page: String = "Signed in. You can close this window.") {
+    public init(
+        port: Int = 0, path: String = "/callback", page: String = "Signed in. You can close this window.",
+        logger: Logger? = nil
+    ) {
         self.port = port
         self.path = path
         self.page = page
+        self.logger = logger ?? Logger(label: "latchkey.loopback", factory: { _ in SwiftLogNoOpLogHandler() })
     }
 
     public func start() async throws(ProviderError) -> any LoopbackRedirectSession {
-        let box = CallbackBox()
+        let box = CallbackBox(logger: logger)
         let path = self.path
         let page = self.page
         do {
@@ -59,7 +66,8 @@ public struct NIOLoopbackRedirectListener: LoopbackRedirectListener {
         let channel: any Channel
         let box: CallbackBox
 
-        func callback(timeout: Duration) async throws(ProviderError) -> URL {
+        func callback(state: String, timeout: Duration) async throws(ProviderError) -> URL {
+            box.expect(state: state)
             let result = await withTaskGroup(of: URL?.self) { group in
                 group.addTask { await box.wait() }
                 group.addTask {
@@ -85,24 +93,62 @@ public struct NIOLoopbackRedirectListener: LoopbackRedirectListener {
     }
 }
 
-/// Hands the first redirect URL to whoever waits for it.
+/// Decides which redirect is the browser's (the one carrying the expected `state`) and hands it
+/// to whoever waits. A redirect that arrives before the state is known waits for it.
 private final class CallbackBox: Sendable {
     private struct State {
+        var expected: String?
         var url: URL?
         var waiters: [CheckedContinuation<URL?, Never>] = []
+        var held: [(URL, EventLoopPromise<Bool>)] = []
         var cancelled = false
     }
 
     private let state = Mutex(State())
+    private let logger: Logger
 
-    func deliver(_ url: URL) {
-        let waiters = state.withLock { state -> [CheckedContinuation<URL?, Never>] in
-            guard state.url == nil else { return [] }
+    init(logger: Logger) { self.logger = logger }
+
+    /// Sets the `state` the browser's redirect carries, and settles the redirects that came early.
+    func expect(state expected: String) {
+        let held = state.withLock { state -> [(URL, EventLoopPromise<Bool>)] in
+            state.expected = expected
+            defer { state.held = [] }
+            return state.held
+        }
+        for (url, promise) in held { promise.succeed(decide(url)) }
+    }
+
+    /// Whether `url` is the browser's redirect: `promise` gets the answer once the state is known.
+    func offer(_ url: URL, promise: EventLoopPromise<Bool>) {
+        let known = state.withLock { state -> Bool in
+            if state.expected == nil && !state.cancelled {
+                state.held.append((url, promise))
+                return false
+            }
+            return true
+        }
+        if known { promise.succeed(decide(url)) }
+    }
+
+    private func decide(_ url: URL) -> Bool {
+        let items = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems ?? []
+        let carried = items.first { $0.name == "state" }?.value
+        let (accepted, waiters) = state.withLock { state -> (Bool, [CheckedContinuation<URL?, Never>]) in
+            guard !state.cancelled, state.url == nil, let expected = state.expected, carried == expected else {
+                return (false, [])
+            }
             state.url = url
             defer { state.waiters = [] }
-            return state.waiters
+            return (true, state.waiters)
         }
-        for waiter in waiters { waiter.resume(returning: url) }
+        if accepted {
+            for waiter in waiters { waiter.resume(returning: url) }
+        } else {
+            // Not logged: the query, which may carry a code.
+            logger.warning("a request to the redirect listener without the sign-in's state was refused")
+        }
+        return accepted
     }
 
     func wait() async -> URL? {
@@ -118,16 +164,22 @@ private final class CallbackBox: Sendable {
     }
 
     func cancel() {
-        let waiters = state.withLock { state -> [CheckedContinuation<URL?, Never>] in
+        let (waiters, held) = state.withLock {
+            state -> ([CheckedContinuation<URL?, Never>], [(URL, EventLoopPromise<Bool>)]) in
             state.cancelled = true
-            defer { state.waiters = [] }
-            return state.waiters
+            defer {
+                state.waiters = []
+                state.held = []
+            }
+            return (state.waiters, state.held)
         }
         for waiter in waiters { waiter.resume(returning: nil) }
+        for (_, promise) in held { promise.succeed(false) }
     }
 }
 
-/// Answers requests on the redirect path with a short page, and reports the URL.
+/// Answers requests on the redirect path: the browser's redirect gets a page that says how the
+/// sign-in went; any other request gets 400 (or 404 off the path) and changes nothing.
 private final class RedirectHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
@@ -151,20 +203,46 @@ private final class RedirectHandler: ChannelInboundHandler, RemovableChannelHand
             break
         case .end:
             let uri = self.uri ?? "/"
-            let matches = uri == path || uri.hasPrefix(path + "?")
-            let text = matches ? page : "Not found."
-            var headers = HTTPHeaders()
-            headers.add(name: "Content-Type", value: "text/plain; charset=utf-8")
-            headers.add(name: "Content-Length", value: String(text.utf8.count))
-            headers.add(name: "Connection", value: "close")
-            context.write(
-                wrapOutboundOut(
-                    .head(HTTPResponseHead(version: .http1_1, status: matches ? .ok : .notFound, headers: headers))),
-                promise: nil)
-            context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: text)))), promise: nil)
-            let channel = context.channel
-            context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
-            if matches, let url = URL(string: "http://127.0.0.1\(uri)") { box.deliver(url) }
+            guard uri == path || uri.hasPrefix(path + "?"), let url = URL(string: "http://127.0.0.1\(uri)") else {
+                Self.respond(context, .notFound, "Not found.")
+                return
+            }
+            let promise = context.eventLoop.makePromise(of: Bool.self)
+            let page = self.page
+            let context = NIOLoopBound(context, eventLoop: context.eventLoop)
+            promise.futureResult.whenSuccess { accepted in
+                guard accepted else {
+                    Self.respond(
+                        context.value, .badRequest,
+                        "This is not the sign-in this program started, so it was ignored. If you are signing in, finish it in the window the program opened."
+                    )
+                    return
+                }
+                Self.respond(context.value, .ok, Self.outcome(of: url, page: page))
+            }
+            box.offer(url, promise: promise)
         }
+    }
+
+    /// What the browser's page says: signed in, or why not (the provider's error, escaped).
+    static func outcome(of url: URL, page: String) -> String {
+        let items = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems ?? []
+        guard let error = items.first(where: { $0.name == "error" })?.value else { return page }
+        let description = items.first { $0.name == "error_description" }?.value.map { ": \($0)" } ?? ""
+        let text = "Sign-in failed (\(error)\(description)). You can close this window and try again."
+        return String(text.unicodeScalars.filter { !$0.properties.isWhitespace || $0 == " " }.map(Character.init))
+    }
+
+    private static func respond(_ context: ChannelHandlerContext, _ status: HTTPResponseStatus, _ text: String) {
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: "text/plain; charset=utf-8")
+        headers.add(name: "Content-Length", value: String(text.utf8.count))
+        headers.add(name: "Cache-Control", value: "no-store")
+        headers.add(name: "Connection", value: "close")
+        let head = HTTPResponseHead(version: .http1_1, status: status, headers: headers)
+        context.write(NIOAny(HTTPServerResponsePart.head(head)), promise: nil)
+        context.write(NIOAny(HTTPServerResponsePart.body(.byteBuffer(ByteBuffer(string: text)))), promise: nil)
+        let channel = context.channel
+        context.writeAndFlush(NIOAny(HTTPServerResponsePart.end(nil))).whenComplete { _ in channel.close(promise: nil) }
     }
 }

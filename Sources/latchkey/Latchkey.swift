@@ -1,6 +1,12 @@
 import ArgumentParser
 import Foundation
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// The `latchkey` command-line tool.
 struct LatchkeyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -43,6 +49,13 @@ func globalOptionsLast(_ arguments: [String]) -> [String] {
 @main
 enum Main {
     static func main() async {
+        // A core file would hold decrypted tokens and the store's key.
+        var noCore = rlimit(rlim_cur: 0, rlim_max: 0)
+        #if canImport(Glibc)
+            _ = setrlimit(Int32(RLIMIT_CORE.rawValue), &noCore)
+        #else
+            _ = setrlimit(RLIMIT_CORE, &noCore)
+        #endif
         do {
             var command = try LatchkeyCommand.parseAsRoot(globalOptionsLast(Array(CommandLine.arguments.dropFirst())))
             if var asyncCommand = command as? any AsyncParsableCommand {

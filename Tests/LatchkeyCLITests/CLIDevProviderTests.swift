@@ -536,6 +536,20 @@ struct CLIDevProviderTests {
             #expect(try await a.run("refresh").status == 0)
         }
     }
+
+    @Test("latchkey runs without core dumps: a core would hold decrypted tokens and the key")
+    func noCoreDumps() async throws {
+        try await withDevices { _, a, _ in
+            // A command that waits (for the browser), so its limits can be read while it runs.
+            let waiting = try await CLI.start(["--home", a.path, "login", "--browser", "--timeout", "30"])
+            _ = try await waiting.standardError { $0.contains("Open this URL") }
+            let limits = try String(contentsOfFile: "/proc/\(waiting.processIdentifier)/limits", encoding: .utf8)
+            waiting.send(signal: SIGTERM)
+            _ = try await waiting.finish()
+            let line = try #require(limits.split(separator: "\n").first { $0.hasPrefix("Max core file size") })
+            #expect(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst(4).prefix(2) == ["0", "0"])
+        }
+    }
 }
 
 /// A private folder for key files.

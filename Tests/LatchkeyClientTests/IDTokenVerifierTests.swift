@@ -86,6 +86,8 @@ struct IDTokenVerifierTests {
             (["nonce": .string("n-2")], .nonceMismatch),
             (["exp": .number(1_900_000_000 - 31)], .expired),
             (["iat": .number(1_900_000_000 + 31)], .issuedInFuture),
+            (["nbf": .number(1_900_000_000 + 31)], .notYetValid),
+            (["nbf": .string("soon")], .notYetValid),
         ] as [([String: JSONValue], IDTokenError.Reason)])
     func rejectedClaims(changes: [String: JSONValue], reason: IDTokenError.Reason) async throws {
         let keys = try await Keys()

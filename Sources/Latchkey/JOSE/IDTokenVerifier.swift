@@ -26,6 +26,8 @@ public struct IDTokenError: Error, Sendable, Hashable, CustomStringConvertible {
         case expired
         /// `iat` is in the future (beyond the leeway), or missing.
         case issuedInFuture
+        /// `nbf` is in the future (beyond the leeway): not valid yet.
+        case notYetValid
         /// `nonce` is not the one sent with the request.
         case nonceMismatch
         /// `at_hash` does not match the access token.
@@ -59,7 +61,7 @@ public struct IDTokenClaims: Sendable, Hashable {
 }
 
 /// Verifies ID tokens (OpenID Connect Core §3.1.3.7): the signature through the provider's JWKS
-/// with an algorithm from an allow-list, then iss, aud, azp, exp, iat, nonce and at_hash.
+/// with an algorithm from an allow-list, then iss, aud, azp, exp, iat, nbf, nonce and at_hash.
 public struct IDTokenVerifier: Sendable {
     /// Tokens longer than this are rejected without being parsed.
     public static let maximumLength = 16 * 1024
@@ -162,6 +164,11 @@ public struct IDTokenVerifier: Sendable {
         }
         guard let iat = claims["iat"]?.doubleValue, iat <= now.timeIntervalSince1970 + leeway else {
             throw IDTokenError(.issuedInFuture)
+        }
+        if let nbf = claims["nbf"] {
+            guard let notBefore = nbf.doubleValue, notBefore <= now.timeIntervalSince1970 + leeway else {
+                throw IDTokenError(.notYetValid)
+            }
         }
         if let nonce, claims["nonce"]?.stringValue != nonce { throw IDTokenError(.nonceMismatch) }
         if let subject, claims["sub"]?.stringValue != subject { throw IDTokenError(.subjectMismatch) }

@@ -57,7 +57,7 @@ public actor CognitoProvider: IdentityProvider {
     let transport: any HTTPTransport
     let logger: Logger
     let now: @Sendable () -> Date
-    private var cachedJWKS: JWKS?
+    private var keySet: JWKSCache<ContinuousClock>?
 
     /// Creates a provider.
     public init(
@@ -165,7 +165,9 @@ public actor CognitoProvider: IdentityProvider {
             accessToken: accessToken, tokenType: result["TokenType"]?.stringValue ?? "Bearer",
             refreshToken: result["RefreshToken"]?.stringValue ?? previous?.refreshToken,
             idToken: idToken ?? previous?.idToken, scopes: previous?.scopes, issuedAt: issued,
-            expiresAt: result["ExpiresIn"]?.doubleValue.map { issued.addingTimeInterval($0) }, provider: identity)
+            expiresAt: result["ExpiresIn"]?.doubleValue.map {
+                issued.addingTimeInterval(ProviderNumbers.seconds($0, fallback: 0))
+            }, provider: identity)
     }
 
     private func verifyIDToken(_ idToken: String, accessToken: String, subject: String?) async throws(ProviderError) {
@@ -184,7 +186,15 @@ public actor CognitoProvider: IdentityProvider {
     }
 
     private func jwks(refetch: Bool) async throws(ProviderError) -> JWKS {
-        if let cachedJWKS, !refetch { return cachedJWKS }
+        if let keySet { return try await keySet.keys(refetch: refetch) }
+        let cache = JWKSCache(clock: ContinuousClock()) { () async throws(ProviderError) -> JWKS in
+            try await self.fetchJWKS()
+        }
+        keySet = cache
+        return try await cache.keys(refetch: refetch)
+    }
+
+    private func fetchJWKS() async throws(ProviderError) -> JWKS {
         let base = configuration.endpoint.map {
             $0.absoluteString.hasSuffix("/") ? $0.absoluteString : $0.absoluteString + "/"
         }
@@ -205,7 +215,6 @@ public actor CognitoProvider: IdentityProvider {
         else {
             throw ProviderError(.invalidResponse, endpoint: .jwks, reason: "The pool's JWKS could not be read.")
         }
-        cachedJWKS = set
         return set
     }
 

@@ -27,7 +27,7 @@ public actor OpenIDProvider: IdentityProvider {
     /// for (`nil`), or what it added (empty when there is none).
     private var supplement: [EndpointKind: URL]?
     private var supplementTask: Task<Result<[EndpointKind: URL], ProviderError>, Never>?
-    private var cachedJWKS: JWKS?
+    private var keySet: JWKSCache<ContinuousClock>?
 
     /// Creates a provider; discovery happens on first use (or pass `metadata` to skip it).
     ///
@@ -190,13 +190,19 @@ public actor OpenIDProvider: IdentityProvider {
     // MARK: JWKS and ID tokens
 
     private func jwks(refetch: Bool) async throws(ProviderError) -> JWKS {
-        if let cachedJWKS, !refetch { return cachedJWKS }
+        if let keySet { return try await keySet.keys(refetch: refetch) }
+        let cache = JWKSCache(clock: ContinuousClock()) { () async throws(ProviderError) -> JWKS in
+            try await self.fetchJWKS()
+        }
+        keySet = cache
+        return try await cache.keys(refetch: refetch)
+    }
+
+    private func fetchJWKS() async throws(ProviderError) -> JWKS {
         let url = try await endpoint(.jwks)
         let body = try await request(.jwks, url: url, method: .get, form: nil).body
         do {
-            let set = try JSONDecoder().decode(JWKS.self, from: body)
-            cachedJWKS = set
-            return set
+            return try JSONDecoder().decode(JWKS.self, from: body)
         } catch {
             throw ProviderError(.invalidResponse, endpoint: .jwks, reason: "The JWKS is not a JWK Set.")
         }
@@ -493,12 +499,16 @@ public actor OpenIDProvider: IdentityProvider {
 
     /// `Retry-After` as seconds or an HTTP date (RFC 9110 §10.2.3).
     static func retryAfter(_ value: String) -> Duration? {
-        if let seconds = Int(value.trimmingCharacters(in: .whitespaces)), seconds >= 0 { return .seconds(seconds) }
+        if let seconds = Double(value.trimmingCharacters(in: .whitespaces)), seconds >= 0,
+            value.allSatisfy({ $0.isNumber || $0 == " " })
+        {
+            return .seconds(ProviderNumbers.seconds(seconds, fallback: 0))
+        }
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "GMT")
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
         guard let date = formatter.date(from: value) else { return nil }
-        return .seconds(max(0, Int(date.timeIntervalSinceNow.rounded(.up))))
+        return .seconds(ProviderNumbers.seconds(date.timeIntervalSinceNow.rounded(.up), fallback: 0))
     }
 }

@@ -27,8 +27,11 @@ public protocol LoopbackRedirectListener: Sendable {
 public protocol LoopbackRedirectSession: Sendable {
     /// The redirect URI, e.g. `http://127.0.0.1:53412/callback`.
     var redirectURI: URL { get }
-    /// The URL the browser was redirected to, once it comes; ``ProviderError/Code/timedOut`` after `timeout`.
-    func callback(timeout: Duration) async throws(ProviderError) -> URL
+    /// The URL the browser was redirected to, once a redirect carrying `state` comes;
+    /// ``ProviderError/Code/timedOut`` after `timeout`. Requests without that `state` (from
+    /// another local program, or a web page) are answered with an error page and ignored: they
+    /// never end the sign-in.
+    func callback(state: String, timeout: Duration) async throws(ProviderError) -> URL
     /// Stops listening.
     func close() async
 }
@@ -113,7 +116,7 @@ extension OpenIDProvider {
             do {
                 let request = try await authorizationRequest(redirectURI: session.redirectURI, scopes: scopes)
                 await open(request.url)
-                let callback = try await session.callback(timeout: timeout)
+                let callback = try await session.callback(state: request.state, timeout: timeout)
                 await session.close()
                 return try await completeAuthorization(request, callbackURL: callback)
             } catch {
@@ -177,14 +180,24 @@ extension OpenIDProvider {
                 .stateMismatch, endpoint: .authorization,
                 reason: "The redirect's state is not the one sent; the answer was not for this request.")
         }
+        // RFC 9207 §2.4: whose answer it is, checked before anything in it is acted on (an error
+        // included); required when the provider says it always sends it.
+        let metadata = try await metadata()
+        if let issuer = value("iss") {
+            guard issuer == metadata.issuer else {
+                throw ProviderError(
+                    .invalidResponse, endpoint: .authorization,
+                    reason: "The redirect names another issuer (RFC 9207); it was not this provider's answer.")
+            }
+        } else if metadata.fields["authorization_response_iss_parameter_supported"] == .bool(true) {
+            throw ProviderError(
+                .invalidResponse, endpoint: .authorization,
+                reason: "The redirect names no issuer, which this provider always sends (RFC 9207); it was ignored.")
+        }
         if let error = value("error") {
             throw ProviderError(
                 .oauth, endpoint: .authorization, reason: "The provider refused the authorization request.",
                 oauthError: OAuthErrorCode(rawValue: error), errorDescription: value("error_description"))
-        }
-        if let issuer = value("iss"), issuer != (try await metadata().issuer) {
-            throw ProviderError(
-                .invalidResponse, endpoint: .authorization, reason: "The redirect names another issuer (RFC 9207).")
         }
         guard let code = value("code") else {
             throw ProviderError(.invalidResponse, endpoint: .authorization, reason: "The redirect carries no code.")
@@ -212,11 +225,12 @@ extension OpenIDProvider {
                 .invalidResponse, endpoint: .deviceAuthorization,
                 reason: "The device authorization answer lacks fields.")
         }
-        let expiresIn = fields["expires_in"]?.doubleValue ?? 600
+        let expiresIn = ProviderNumbers.seconds(fields["expires_in"]?.doubleValue, fallback: 600)
         return DeviceAuthorization(
             userCode: userCode, verificationURI: verificationURI,
             verificationURIComplete: fields["verification_uri_complete"]?.stringValue.flatMap(URL.init(string:)),
-            expiresAt: now().addingTimeInterval(expiresIn), interval: Int(fields["interval"]?.doubleValue ?? 5),
+            expiresAt: now().addingTimeInterval(expiresIn),
+            interval: ProviderNumbers.integer(fields["interval"]?.doubleValue, fallback: 5, in: 1...3_600),
             deviceCode: deviceCode)
     }
 
@@ -244,7 +258,7 @@ extension OpenIDProvider {
                 case .authorizationPending?:
                     continue
                 case .slowDown?:
-                    interval += 5  // RFC 8628 §3.5
+                    interval = min(interval + 5, 3_600)  // RFC 8628 §3.5
                 case .expiredToken?:
                     throw ProviderError(
                         .timedOut, endpoint: .token, reason: "The device code expired before the user finished.",

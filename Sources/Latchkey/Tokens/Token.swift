@@ -64,7 +64,7 @@ public struct Token: Sendable, Hashable {
             deviceSecret: response.deviceSecret,
             scopes: response.scope.map(Token.scopes(from:)),
             issuedAt: issuedAt,
-            expiresAt: response.expiresIn.map { issuedAt.addingTimeInterval($0) },
+            expiresAt: response.expiresIn.map { issuedAt.addingTimeInterval(ProviderNumbers.seconds($0, fallback: 0)) },
             provider: provider,
             additionalFields: response.additionalFields
         )
@@ -112,7 +112,7 @@ public struct Token: Sendable, Hashable {
             return expiresAt
         case .refreshToken:
             if let seconds = additionalFields["refresh_expires_in"]?.doubleValue, seconds.isFinite, seconds > 0 {
-                return issuedAt.addingTimeInterval(min(seconds, 100 * 365 * 86_400))
+                return issuedAt.addingTimeInterval(ProviderNumbers.seconds(seconds, fallback: 0))
             }
             return jwtExpiry(refreshToken)
         case .idToken:

@@ -84,11 +84,13 @@ public enum EndpointSecurity {
         return scheme == "http" && isLoopback(host: host)
     }
 
-    /// Whether `host` names the loopback interface (127.0.0.0/8, ::1, localhost).
+    /// Whether `host` names the loopback interface: `localhost`, an address in 127.0.0.0/8, or
+    /// `::1`. Names under `.localhost` are not: a resolver need not keep them on this machine.
     public static func isLoopback(host: String) -> Bool {
         let host = host.trimmingCharacters(in: CharacterSet(charactersIn: "[]")).lowercased()
-        if host == "localhost" || host == "::1" || host.hasSuffix(".localhost") { return true }
-        let parts = host.split(separator: ".")
-        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
+        if host == "localhost" || host == "::1" || host == "0:0:0:0:0:0:0:1" { return true }
+        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts[0] == "127"
+            && parts.allSatisfy { !$0.isEmpty && $0.allSatisfy(\.isASCII) && UInt8($0) != nil }
     }
 }

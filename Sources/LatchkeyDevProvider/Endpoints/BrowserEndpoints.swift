@@ -24,10 +24,14 @@ extension Endpoints {
                 status: .badRequest)
         }
         let state = try? parameters["state"]
+        // RFC 9207: every authorization response names its issuer, so a client talking to
+        // several providers can tell whose answer it is (mix-up attacks).
+        let issuer = await self.state.issuer
         func fail(_ error: String, _ description: String) -> Response {
             Reply.redirect(
                 Reply.url(
-                    redirectURI, adding: [("error", error), ("error_description", description), ("state", state)]))
+                    redirectURI,
+                    adding: [("error", error), ("error_description", description), ("state", state), ("iss", issuer)]))
         }
         for name in parameters.repeated {
             return fail("invalid_request", "The parameter \(name) is repeated.")
@@ -65,7 +69,8 @@ extension Endpoints {
             let code = await self.state.issueCode(
                 clientID: client.clientID, redirectURI: redirectURI, session: session, scopes: scopes, nonce: nonce,
                 codeChallenge: challenge)
-            var response = Reply.redirect(Reply.url(redirectURI, adding: [("code", code), ("state", state)]))
+            var response = Reply.redirect(
+                Reply.url(redirectURI, adding: [("code", code), ("state", state), ("iss", issuer)]))
             if let setCookie {
                 response.setCookie(
                     Cookie(name: Self.sessionCookie, value: setCookie, path: "/", httpOnly: true, sameSite: .lax))

@@ -103,7 +103,8 @@ enum Countdown {
         guard Output.errorIsTerminal else { return }
         Task.detached {
             while !Task.isCancelled {
-                let left = Int(deadline.timeIntervalSinceNow.rounded(.down))
+                let remaining = deadline.timeIntervalSinceNow.rounded(.down)
+                let left = remaining.isFinite ? Int(min(max(remaining, -1), 99 * 3_600)) : -1
                 guard left >= 0 else { return }
                 Output.progress("\(text)… \(left / 60):\(String(format: "%02d", left % 60)) left")
                 try? await Task.sleep(for: .seconds(1))

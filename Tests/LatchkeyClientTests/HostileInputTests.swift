@@ -1,0 +1,90 @@
+import AsyncHTTPClient
+import Foundation
+import Latchkey
+import LatchkeyDevProvider
+import LatchkeyHTTP
+import LatchkeyTestSupport
+import NIOCore
+import NIOHTTP1
+import Synchronization
+import Testing
+
+/// What a provider, a web page or another local process controls never crashes the client and
+/// is never trusted blindly.
+@Suite("Hostile input")
+struct HostileInputTests {
+    @Test("a device interval and lifetime of Int.max neither trap nor make a nonsense deadline")
+    func hugeDeviceNumbers() async throws {
+        var configuration = DevProviderConfiguration.default
+        configuration.devicePollingInterval = .max
+        configuration.deviceCodeLifetime = .max
+        try await withHarness(.dev, devConfiguration: configuration) { harness in
+            let authorization = try await harness.provider.startDeviceAuthorization()
+            #expect(authorization.interval == 3_600)
+            #expect(authorization.expiresAt.timeIntervalSinceNow <= 100 * 365 * 86_400 + 60)
+            #expect(!authorization.expiresAt.formatted(.iso8601).isEmpty)
+        }
+    }
+
+    @Test("a stray request to the redirect listener gets a 400 and does not end the sign-in")
+    func strayRedirect() async throws {
+        try await withHarness(.dev) { harness in
+            let stray = StrayAnswer()
+            let credential = try await harness.provider.signIn(
+                .browser(listener: NIOLoopbackRedirectListener(), timeout: .seconds(20)) { url in
+                    let redirect = try? #require(
+                        URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?.first {
+                            $0.name == "redirect_uri"
+                        }?.value)
+                    Task {
+                        // Another local program (or a web page) guesses the listener's address.
+                        var request = HTTPClientRequest(url: "\(redirect ?? "")?state=junk&code=forged")
+                        request.method = .GET
+                        let response = try await Browser.client.execute(request, timeout: .seconds(10))
+                        let body = try await response.body.collect(upTo: 4096)
+                        stray.value.withLock { $0 = (response.status.code, String(buffer: body)) }
+                        try await Browser.signIn(at: url, harness: harness)
+                    }
+                },
+                into: harness.store)
+            #expect(try await credential.stored().metadata.preferredUsername == "alice")
+            let answer = try #require(stray.value.withLock { $0 })
+            #expect(answer.status == 400)
+            #expect(answer.body.contains("ignored"))
+        }
+    }
+
+    @Test("RFC 9207: an answer that names no issuer, or another one, is refused before its error is believed")
+    func issuerOfTheAnswer() async throws {
+        try await withHarness(.dev) { harness in
+            let redirect = try #require(URL(string: "http://127.0.0.1:9/callback"))
+            let request = try await harness.provider.authorizationRequest(redirectURI: redirect)
+            let issuer = harness.provider.configuration.issuer.absoluteString
+            func answer(_ query: String) async -> ProviderError? {
+                do {
+                    let url = try #require(URL(string: "http://127.0.0.1:9/callback?state=\(request.state)&\(query)"))
+                    _ = try await harness.provider.completeAuthorization(request, callbackURL: url)
+                    return nil
+                } catch let error as ProviderError {
+                    return error
+                } catch {
+                    return ProviderError(.invalidResponse, reason: "\(error)")
+                }
+            }
+            // The development provider advertises authorization_response_iss_parameter_supported.
+            let missing = await answer("code=forged")
+            #expect(missing?.code == .invalidResponse)
+            #expect(missing?.reason.contains("RFC 9207") == true)
+            let mixedUp = await answer("error=access_denied&iss=https%3A%2F%2Fattacker.example")
+            #expect(mixedUp?.code == .invalidResponse, "another issuer's error is not believed")
+            let refused = await answer(
+                "error=access_denied&iss=\(issuer.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")")
+            #expect(refused?.oauthError == .accessDenied)
+        }
+    }
+}
+
+/// What the stray request got back.
+final class StrayAnswer: Sendable {
+    let value = Mutex<(status: UInt, body: String)?>(nil)
+}
