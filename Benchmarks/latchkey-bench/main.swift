@@ -50,7 +50,8 @@ let scopes = ["openid", "profile", "email", "offline_access", "device_sso"]
 
 func client(_ dev: DevProvider, now: @escaping @Sendable () -> Date = { Date() }) -> OpenIDProvider {
     OpenIDProvider(
-        configuration: OpenIDProviderConfiguration(issuer: dev.issuer, clientID: "latchkey-cli", scopes: scopes),
+        configuration: OpenIDProviderConfiguration(
+            issuer: dev.issuer, clientID: "latchkey-cli", scopes: scopes, allowsPasswordGrant: true),
         transport: transport, now: now)
 }
 

@@ -25,15 +25,19 @@ public final class DevProvider: Sendable {
     public let faults: DevProviderFaults
     /// The users and clients it serves.
     public let configuration: DevProviderConfiguration
+    /// The token the `/admin` endpoints require, as `Authorization: Bearer TOKEN`: random per run
+    /// unless one was given.
+    public let adminToken: String
     private let state: ProviderState
     private let group: ServiceGroup
     private let task: Task<Void, any Error>
 
     private init(
-        issuer: URL, faults: DevProviderFaults, configuration: DevProviderConfiguration, state: ProviderState,
-        group: ServiceGroup, task: Task<Void, any Error>
+        issuer: URL, faults: DevProviderFaults, configuration: DevProviderConfiguration, adminToken: String,
+        state: ProviderState, group: ServiceGroup, task: Task<Void, any Error>
     ) {
         self.issuer = issuer
+        self.adminToken = adminToken
         self.faults = faults
         self.configuration = configuration
         self.state = state
@@ -47,8 +51,10 @@ public final class DevProvider: Sendable {
     ///   - configuration: users, clients and lifetimes; ``DevProviderConfiguration/default`` by default.
     ///   - signingKeys: the first signing keys; new ones when nil. Tests that start many
     ///     providers save time by passing one set to all of them.
-    ///   - host: the address to listen on (loopback by default).
+    ///   - host: the address to listen on (loopback by default). The default users' passwords are
+    ///     published: listen elsewhere only on a network of your own.
     ///   - port: the port; 0 picks a free one.
+    ///   - adminToken: the token the `/admin` endpoints require; a random one when nil.
     ///   - logger: where the server logs; silent by default.
     ///   - now: the provider's clock.
     public static func start(
@@ -56,16 +62,19 @@ public final class DevProvider: Sendable {
         signingKeys: DevProviderSigningKeys? = nil,
         host: String = "127.0.0.1",
         port: Int = 0,
+        adminToken: String? = nil,
         logger: Logger? = nil,
         now: @escaping @Sendable () -> Date = { Date() }
     ) async throws -> DevProvider {
+        let adminToken = adminToken ?? ProviderState.randomToken(bytes: 24)
         let logger = logger ?? Logger(label: "latchkey.dev-provider", factory: { _ in SwiftLogNoOpLogHandler() })
         let state = try await ProviderState(
             configuration: configuration, signingKeys: signingKeys ?? DevProviderSigningKeys.generate(), now: now)
         let faults = DevProviderFaults()
         let (ports, portContinuation) = AsyncStream<Int>.makeStream()
         let application = buildApplication(
-            state: state, faults: faults, configuration: configuration, host: host, port: port, logger: logger,
+            state: state, faults: faults, configuration: configuration, adminToken: adminToken, host: host, port: port,
+            logger: logger,
             onServerRunning: { channel in
                 portContinuation.yield(channel.localAddress?.port ?? 0)
                 portContinuation.finish()
@@ -88,20 +97,23 @@ public final class DevProvider: Sendable {
         }
         await state.setIssuer(issuer.absoluteString)
         return DevProvider(
-            issuer: issuer, faults: faults, configuration: configuration, state: state, group: group, task: task)
+            issuer: issuer, faults: faults, configuration: configuration, adminToken: adminToken, state: state,
+            group: group, task: task)
     }
 
-    /// Serves until the process receives SIGINT or SIGTERM, calling `onStart` with the issuer
+    /// Serves until the process receives SIGINT or SIGTERM, calling `onStart` with the provider
     /// once connections are accepted. For the `latchkey dev-server` command.
     public static func serve(
         configuration: DevProviderConfiguration = .default,
         host: String = "127.0.0.1",
         port: Int = 0,
+        adminToken: String? = nil,
         logger: Logger? = nil,
-        onStart: @escaping @Sendable (URL) async -> Void
+        onStart: @escaping @Sendable (DevProvider) async -> Void
     ) async throws {
-        let provider = try await start(configuration: configuration, host: host, port: port, logger: logger)
-        await onStart(provider.issuer)
+        let provider = try await start(
+            configuration: configuration, host: host, port: port, adminToken: adminToken, logger: logger)
+        await onStart(provider)
         let (signals, continuation) = AsyncStream<Void>.makeStream()
         let watcher = ServiceGroup(
             configuration: .init(
@@ -159,10 +171,10 @@ private struct SignalWaiter: Service {
 
 /// Builds the Hummingbird application, as Hummingbird's template does.
 func buildApplication(
-    state: ProviderState, faults: DevProviderFaults, configuration: DevProviderConfiguration, host: String, port: Int,
-    logger: Logger, onServerRunning: @escaping @Sendable (any Channel) async -> Void
+    state: ProviderState, faults: DevProviderFaults, configuration: DevProviderConfiguration, adminToken: String,
+    host: String, port: Int, logger: Logger, onServerRunning: @escaping @Sendable (any Channel) async -> Void
 ) -> some ApplicationProtocol {
-    let router = buildRouter(state: state, faults: faults, configuration: configuration)
+    let router = buildRouter(state: state, faults: faults, configuration: configuration, adminToken: adminToken)
     return Application(
         router: router,
         configuration: .init(address: .hostname(host, port: port), serverName: nil),
@@ -170,13 +182,15 @@ func buildApplication(
         logger: logger)
 }
 
-func buildRouter(state: ProviderState, faults: DevProviderFaults, configuration: DevProviderConfiguration)
-    -> Router<ProviderContext>
-{
+func buildRouter(
+    state: ProviderState, faults: DevProviderFaults, configuration: DevProviderConfiguration, adminToken: String
+) -> Router<ProviderContext> {
     let router = Router(context: ProviderContext.self)
     let endpoints = Endpoints(state: state, faults: faults, configuration: configuration)
-    AdminEndpoints(faults: faults, rotate: { try await state.keys.rotate(now: await state.currentDate) })
-        .register(on: router)
+    AdminEndpoints(
+        faults: faults, token: adminToken, issuer: { await state.issuer },
+        rotate: { try await state.keys.rotate(now: await state.currentDate) }
+    ).register(on: router)
     let routes = router.group().add(middleware: FaultMiddleware(faults: faults))
     routes.get(RouterPath(DevProviderEndpoint.discovery.path), use: endpoints.openIDConfiguration)
     routes.get(RouterPath(DevProviderEndpoint.metadata.path), use: endpoints.authorizationServerMetadata)

@@ -426,7 +426,13 @@ public final class SQLiteCredentialStorage: CredentialStorage {
                 reason:
                     "The credential database cannot be opened for reading and writing (SQLite error \(error.resultCode.rawValue)).",
                 underlying: error)
-        case .SQLITE_BUSY, .SQLITE_LOCKED, .SQLITE_FULL, .SQLITE_IOERR, .SQLITE_NOMEM, .SQLITE_INTERRUPT:
+        case .SQLITE_BUSY, .SQLITE_LOCKED:
+            return StorageError(
+                .busy, path: path,
+                reason:
+                    "The credential database is locked by another process (SQLite error \(error.resultCode.rawValue)); trying again shortly will do.",
+                underlying: error)
+        case .SQLITE_FULL, .SQLITE_IOERR, .SQLITE_NOMEM, .SQLITE_INTERRUPT:
             return StorageError(
                 .databaseFailure, path: path,
                 reason:
@@ -444,8 +450,8 @@ public final class SQLiteCredentialStorage: CredentialStorage {
 extension SQLiteCredentialStorage {
     /// Opens the store at `path` as ``init(path:key:logger:)`` does, on a thread of its own
     /// rather than the cooperative pool (opening does file I/O and migrations), and tries again
-    /// for up to `busyTimeout` when another process holds a lock SQLite will not wait for (two
-    /// processes creating the same new store, say).
+    /// for up to `busyTimeout` while the store is ``StorageError/Code/busy``: another process
+    /// creating the same new store, or holding a lock SQLite will not wait for.
     public static func open(
         path: String, key: KeySource = .keyFileBesideDatabase, logger: Logger? = nil,
         busyTimeout: Duration = .seconds(30)
@@ -465,8 +471,7 @@ extension SQLiteCredentialStorage {
             case .success(let storage):
                 return storage
             case .failure(let error):
-                let busy = (error.underlying as? DatabaseError)?.resultCode == .SQLITE_BUSY
-                guard busy, ContinuousClock.now + delay < deadline else { throw error }
+                guard error.code == .busy, ContinuousClock.now + delay < deadline else { throw error }
                 (logger ?? .disabled("latchkey.sqlite")).debug(
                     "the new store is busy; opening again", metadata: ["path": "\(path)"])
                 try? await Task.sleep(for: delay)

@@ -161,10 +161,16 @@ enum StoreFiles {
                     "The key file of an existing credential database is missing; without it the stored tokens cannot be opened."
             )
         }
-        // A new database: this process or another one opening it at the same moment makes the key.
-        if try createKeyFile(at: path, key: SymmetricKey(size: .bits256), encoding: .raw) == false {
-            // Another process created it first, for the same new database: use theirs.
+        // Only the process that created the database file makes its key; so a creator that finds
+        // a key knows it was there before. Others wait for the creator to finish.
+        guard createdDatabase || !besideDatabase else {
+            throw StorageError(
+                .busy, path: path,
+                reason:
+                    "The credential database is empty and has no key yet: another Latchkey is creating it. If none is, remove the empty database file."
+            )
         }
+        try createKeyFile(at: path, key: SymmetricKey(size: .bits256), encoding: .raw)
         guard let key = try readKeyFile(at: path) else {
             throw StorageError(
                 .fileNotAccessible, path: path, reason: "The key file disappeared right after it was created.")

@@ -22,7 +22,8 @@ struct CLIDevProviderTests {
         }
         for device in [a, b] {
             let added = try await device.run(
-                "provider", "add", "dev", "--issuer", dev.issuer.absoluteString, "--client-id", "latchkey-cli")
+                "provider", "add", "dev", "--allow-password-grant", "--issuer", dev.issuer.absoluteString,
+                "--client-id", "latchkey-cli")
             #expect(added.status == 0, "\(added.stderr)")
         }
         do {
@@ -44,22 +45,28 @@ struct CLIDevProviderTests {
         let device = try Device()
         defer { device.cleanUp() }
         #expect(
-            try await device.run("provider", "add", "p", "--issuer", "http://login.example.com", "--client-id", "x")
-                .status == 2)
+            try await device.run(
+                "provider", "add", "p", "--allow-password-grant", "--issuer", "http://login.example.com", "--client-id",
+                "x"
+            )
+            .status == 2)
         #expect(
             try await device.run(
-                "provider", "add", "p", "--issuer", "https://login.example.com", "--client-id", "x", "--endpoint",
+                "provider", "add", "p", "--allow-password-grant", "--issuer", "https://login.example.com",
+                "--client-id", "x", "--endpoint",
                 "bogus=https://x.example"
             ).status == 2)
         #expect(try await device.run("provider", "add", "p", "--cognito", "--client-id", "x").status == 2)
         #expect(
             try await device.run(
-                "provider", "add", "p", "--issuer", "https://login.example.com", "--client-id", "x", "--auth-method",
+                "provider", "add", "p", "--allow-password-grant", "--issuer", "https://login.example.com",
+                "--client-id", "x", "--auth-method",
                 "basic"
             ).status == 2)
         let added = try await device.run(
             arguments: [
-                "provider", "add", "corp", "--issuer", "https://login.example.com", "--client-id", "cli",
+                "provider", "add", "corp", "--allow-password-grant", "--issuer", "https://login.example.com",
+                "--client-id", "cli",
                 "--client-secret-stdin", "--auth-method", "post", "--scope", "openid email",
                 "--endpoint", "end-session=https://login.example.com/logout",
             ],
@@ -72,7 +79,9 @@ struct CLIDevProviderTests {
         #expect(cognito.status == 0)
         #expect(cognito.object["name"] as? String == "pool")
         #expect(
-            try await device.run("provider", "add", "corp", "--issuer", "https://x.example", "--client-id", "y").status
+            try await device.run(
+                "provider", "add", "corp", "--allow-password-grant", "--issuer", "https://x.example", "--client-id", "y"
+            ).status
                 == 2)
         let list = try await device.run("provider", "list", "--json")
         #expect(list.array.map { $0["name"] as? String } == ["corp", "pool"])
@@ -87,7 +96,9 @@ struct CLIDevProviderTests {
         #expect(try await device.run("provider", "remove", "corp").status == 2)
         #expect(try await device.run("provider", "list").stdout.contains("pool"))
         // With two providers, login must name one.
-        _ = try await device.run("provider", "add", "other", "--issuer", "https://other.example", "--client-id", "z")
+        _ = try await device.run(
+            "provider", "add", "other", "--allow-password-grant", "--issuer", "https://other.example", "--client-id",
+            "z")
         #expect(
             try await device.run(arguments: ["login", "--username", "u", "--password-stdin"], input: "p").status == 2)
     }
@@ -229,7 +240,8 @@ struct CLIDevProviderTests {
         let device = try Device()
         defer { device.cleanUp() }
         _ = try await device.run(
-            "provider", "add", "dev", "--issuer", dev.issuer.absoluteString, "--client-id", "latchkey-cli")
+            "provider", "add", "dev", "--allow-password-grant", "--issuer", dev.issuer.absoluteString, "--client-id",
+            "latchkey-cli")
 
         let login = try await CLI.start(["--home", device.path, "--json", "login", "--device"])
         // The code is on standard error while the CLI polls.
@@ -283,7 +295,8 @@ struct CLIDevProviderTests {
         let device = try Device()
         defer { device.cleanUp() }
         _ = try await device.run(
-            "provider", "add", "dev", "--issuer", dev.issuer.absoluteString, "--client-id", "latchkey-cli")
+            "provider", "add", "dev", "--allow-password-grant", "--issuer", dev.issuer.absoluteString, "--client-id",
+            "latchkey-cli")
         let login = try await CLI.start(["--home", device.path, "--json", "login", "--browser", "--timeout", "30"])
         let prompt = try await login.standardError { $0.components(separatedBy: "\n").count >= 3 }
         let lines = prompt.components(separatedBy: "\n")
@@ -471,7 +484,8 @@ struct CLIDevProviderTests {
             // A confidential client: its secret must survive the rotation.
             let confidential = try await a.run(
                 arguments: [
-                    "provider", "add", "corp", "--issuer", dev.issuer.absoluteString, "--client-id",
+                    "provider", "add", "corp", "--allow-password-grant", "--issuer", dev.issuer.absoluteString,
+                    "--client-id",
                     "latchkey-confidential", "--client-secret-stdin", "--auth-method", "basic",
                 ],
                 input: "latchkey-confidential-secret")
@@ -497,7 +511,8 @@ struct CLIDevProviderTests {
             defer { elsewhere.cleanUp() }
             #expect(
                 try await elsewhere.run(
-                    "--key-file", keyFile, "provider", "add", "dev", "--issuer", dev.issuer.absoluteString,
+                    "--key-file", keyFile, "provider", "add", "dev", "--allow-password-grant", "--issuer",
+                    dev.issuer.absoluteString,
                     "--client-id", "latchkey-cli"
                 ).status == 0)
             #expect(
@@ -527,7 +542,7 @@ struct CLIDevProviderTests {
             let file = a.path + "/providers.json"
             let legacy = """
                 [{"name": "corp", "kind": "openid", "clientID": "latchkey-confidential", "issuer": "\(dev.issuer.absoluteString)",
-                  "clientSecret": "latchkey-confidential-secret", "authMethod": "basic"}]
+                  "clientSecret": "latchkey-confidential-secret", "authMethod": "basic", "allowsPasswordGrant": true}]
                 """
             try Data(legacy.utf8).write(to: URL(fileURLWithPath: file))
             #expect(try await login(a, "alice", "--provider", "corp").status == 0)
@@ -548,6 +563,60 @@ struct CLIDevProviderTests {
             _ = try await waiting.finish()
             let line = try #require(limits.split(separator: "\n").first { $0.hasPrefix("Max core file size") })
             #expect(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst(4).prefix(2) == ["0", "0"])
+        }
+    }
+
+    @Test("login with a password needs a provider added with --allow-password-grant")
+    func passwordGrantNeedsOptIn() async throws {
+        let dev = try await DevProvider.start(signingKeys: SharedSigningKeys.get())
+        let device = try Device()
+        defer { device.cleanUp() }
+        #expect(
+            try await device.run(
+                "provider", "add", "dev", "--issuer", dev.issuer.absoluteString, "--client-id", "latchkey-cli"
+            )
+            .status == 0)
+        let refused = try await device.run(
+            arguments: ["login", "--username", "alice", "--password-stdin"], input: "alice-password")
+        #expect(refused.status == 2)
+        #expect(refused.stderr.contains("--allow-password-grant"))
+        #expect(dev.faults.count("token.password") == 0)
+        await dev.stop()
+    }
+
+    @Test("text a provider chose reaches the terminal with its control characters escaped")
+    func escapedProviderText() async throws {
+        var configuration = DevProviderConfiguration.default
+        configuration.users.append(
+            .init(
+                username: "mallory", password: "mallory-password", name: "Mallory \u{1B}[2J\u{1B}]0;owned\u{07}",
+                email: "mallory@example.com"))
+        try await withDevices(configuration) { _, a, _ in
+            #expect(try await login(a, "mallory").status == 0)
+            let userinfo = try await a.run("userinfo")
+            #expect(userinfo.status == 0)
+            #expect(!userinfo.stdout.utf8.contains(0x1B), "no escape byte reaches the terminal")
+            #expect(!userinfo.stdout.utf8.contains(0x07))
+            #expect(userinfo.stdout.contains("Mallory \\u{1B}[2J"))
+            // The tool's own layout stays: columns separated by tabs, one line each.
+            let accounts = try await a.run("accounts")
+            #expect(accounts.stdout.contains("\tmallory@example.com\t"))
+        }
+    }
+
+    @Test("--password-stdin on a terminal asks without echoing the password")
+    func passwordWithoutEcho() async throws {
+        try await withDevices { _, a, _ in
+            let command = "'\(CLI.binary.path)' --home '\(a.path)' login --username alice --password-stdin"
+            let script = try await ChildProcess.start(
+                URL(fileURLWithPath: "/usr/bin/script"), ["-qec", command, "/dev/null"], environment: CLI.environment())
+            // The terminal shows what the program writes and what the terminal echoes.
+            _ = try await script.standardOutput { $0.contains("Password:") }
+            script.write("alice-password\n")
+            let run = CLI.Run(try await script.finish())
+            #expect(run.status == 0, "\(run.stdout)")
+            #expect(run.stdout.contains("Signed in as alice"))
+            #expect(!run.stdout.contains("alice-password"), "the password never shows on the terminal")
         }
     }
 }

@@ -30,7 +30,8 @@ struct CLIGlewlwydTests {
         defer { a.cleanUp() }
         let added = try await a.run(
             arguments: [
-                "provider", "add", "rotating", "--issuer", issuer, "--client-id", "latchkey-confidential",
+                "provider", "add", "rotating", "--allow-password-grant", "--issuer", issuer, "--client-id",
+                "latchkey-confidential",
                 "--client-secret-stdin", "--auth-method", "basic",
             ],
             input: "latchkey-confidential-secret")
@@ -70,7 +71,8 @@ struct CLIGlewlwydTests {
         for device in [a, b] {
             let added = try await device.run(
                 arguments: [
-                    "provider", "add", "glewlwyd", "--issuer", issuer, "--client-id", "latchkey-confidential",
+                    "provider", "add", "glewlwyd", "--allow-password-grant", "--issuer", issuer, "--client-id",
+                    "latchkey-confidential",
                     "--client-secret-stdin", "--auth-method", "basic",
                 ],
                 input: "latchkey-confidential-secret")
@@ -95,9 +97,16 @@ struct CLIGlewlwydTests {
         let global = steps.first { $0["step"] as? String == "global-signout" }
         #expect(global?["status"] as? String == "skipped")
         #expect(steps.first { $0["step"] as? String == "revoke-refresh-token" }?["status"] as? String == "succeeded")
-        #expect((signout.object["browserURLs"] as? [String])?.first?.contains("end_session") == true)
+        let url = try #require((signout.object["browserURLs"] as? [String])?.first)
+        #expect(url.contains("end_session"))
+        #expect(url.contains("id_token_hint=REDACTED"), "the ID token stays out of JSON unless --show-urls")
         // Glewlwyd has no global sign-out: device B is not reached, as the report said.
         #expect(try await b.run("refresh").status == 0)
+        // In text, the end-session URL (it carries the ID token) goes to standard error only.
+        let text = try await b.run("signout", "--global")
+        #expect(text.stderr.contains("Open this URL to end the provider session"))
+        #expect(text.stderr.contains("id_token_hint="))
+        #expect(!text.stdout.contains("id_token_hint"))
     }
 }
 

@@ -177,7 +177,7 @@ struct DevProviderClientTests {
     func httpsRequired() async throws {
         let provider = OpenIDProvider(
             configuration: OpenIDProviderConfiguration(
-                issuer: try #require(URL(string: "http://login.example.com")), clientID: "x"),
+                issuer: try #require(URL(string: "http://login.example.com")), clientID: "x", allowsPasswordGrant: true),
             transport: transport)
         let error = await #expect(throws: ProviderError.self) { _ = try await provider.metadata() }
         #expect(error?.code == .insecureEndpoint)

@@ -65,7 +65,7 @@ struct FaultMatrixTests {
             var configuration = OpenIDProviderConfiguration(
                 issuer: dev.issuer, clientID: "latchkey-cli",
                 scopes: ["openid", "profile", "email", "offline_access", "device_sso"],
-                requestOptions: HTTPTransportOptions(timeout: timeout))
+                requestOptions: HTTPTransportOptions(timeout: timeout), allowsPasswordGrant: true)
             if refusing {
                 // Connection refused: the endpoint points at a port nothing listens on.
                 configuration.endpoints[testCase.step.kind] = URL(string: "http://127.0.0.1:9/refused")
@@ -138,7 +138,7 @@ struct FaultMatrixTests {
         let inspector = OpenIDProvider(
             configuration: OpenIDProviderConfiguration(
                 issuer: dev.issuer, clientID: "latchkey-confidential",
-                authentication: .basic(secret: "latchkey-confidential-secret")),
+                authentication: .basic(secret: "latchkey-confidential-secret"), allowsPasswordGrant: true),
             transport: transport)
         for value in [token.accessToken, token.refreshToken, token.deviceSecret] {
             let answer = try await inspector.introspect(value ?? "", kind: .accessToken)
@@ -156,7 +156,8 @@ extension FaultMatrixTests {
         defer { Task { await dev.stop() } }
         let store = CredentialStore(storage: FailingOutboxStorage(), logger: TraceLog.logger("store"))
         let provider = OpenIDProvider(
-            configuration: OpenIDProviderConfiguration(issuer: dev.issuer, clientID: "latchkey-cli"),
+            configuration: OpenIDProviderConfiguration(
+                issuer: dev.issuer, clientID: "latchkey-cli", allowsPasswordGrant: true),
             transport: transport, logger: TraceLog.logger("provider"))
         let credential = try await provider.signIn(
             .password(username: "alice", password: "alice-password"), into: store)
@@ -186,7 +187,8 @@ extension FaultMatrixTests {
         let path = folder.appendingPathComponent("credentials.sqlite").path
         let store = CredentialStore(storage: try SQLiteCredentialStorage(path: path), logger: TraceLog.logger("store"))
         let provider = OpenIDProvider(
-            configuration: OpenIDProviderConfiguration(issuer: dev.issuer, clientID: "latchkey-cli"),
+            configuration: OpenIDProviderConfiguration(
+                issuer: dev.issuer, clientID: "latchkey-cli", allowsPasswordGrant: true),
             transport: transport, logger: TraceLog.logger("provider"))
         let alice = try await provider.signIn(.password(username: "alice", password: "alice-password"), into: store)
         let bob = try await provider.signIn(.password(username: "bob", password: "bob-password"), into: store)
@@ -213,7 +215,7 @@ extension FaultMatrixTests {
         OpenIDProvider(
             configuration: OpenIDProviderConfiguration(
                 issuer: dev.issuer, clientID: "latchkey-confidential",
-                authentication: .basic(secret: "latchkey-confidential-secret")),
+                authentication: .basic(secret: "latchkey-confidential-secret"), allowsPasswordGrant: true),
             transport: transport)
     }
 }

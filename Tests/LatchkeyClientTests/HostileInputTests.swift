@@ -82,6 +82,26 @@ struct HostileInputTests {
             #expect(refused?.oauthError == .accessDenied)
         }
     }
+
+    @Test("the password grant is off unless asked for: nothing is sent")
+    func passwordGrantOptIn() async throws {
+        try await withHarness(.dev) { harness in
+            let dev = try #require(harness.dev)
+            let strict = OpenIDProvider(
+                configuration: OpenIDProviderConfiguration(issuer: dev.issuer, clientID: "latchkey-cli"),
+                transport: transport)
+            dev.faults.resetCounters()
+            let error = await #expect(throws: ProviderError.self) {
+                _ = try await strict.signIn(
+                    .password(username: "alice", password: "alice-password"), into: harness.store)
+            }
+            #expect(error?.code == .unsupported)
+            #expect(error?.description.contains("RFC 9700") == true)
+            #expect(error?.description.contains("alice-password") == false)
+            #expect(dev.faults.count("token.password") == 0)
+            #expect(try await harness.store.all().isEmpty)
+        }
+    }
 }
 
 /// What the stray request got back.

@@ -203,7 +203,8 @@ struct RefreshSafetyTests {
         do {
             let store = CredentialStore.inMemory()
             let provider = OpenIDProvider(
-                configuration: OpenIDProviderConfiguration(issuer: dev.issuer, clientID: "latchkey-cli"),
+                configuration: OpenIDProviderConfiguration(
+                    issuer: dev.issuer, clientID: "latchkey-cli", allowsPasswordGrant: true),
                 transport: transport)
             let credential = try await provider.signIn(
                 .password(username: "alice", password: "alice-password"), into: store)

@@ -34,7 +34,7 @@ struct SecretsTests {
         let provider = OpenIDProvider(
             configuration: OpenIDProviderConfiguration(
                 issuer: dev.issuer, clientID: "latchkey-cli",
-                scopes: ["openid", "profile", "email", "offline_access", "device_sso"]),
+                scopes: ["openid", "profile", "email", "offline_access", "device_sso"], allowsPasswordGrant: true),
             transport: transport, logger: capture.logger("provider"))
         await store.register(provider)
 
@@ -75,7 +75,11 @@ struct SecretsTests {
         let result = await store.signOut(.all, options: .global)
         texts.append("\(result)")
         texts += result.steps.map { "\($0) \($0.reason ?? "") \(String(describing: $0.error))" }
-        texts += try await store.outboxEntries().map { "\($0) \(String(reflecting: $0))" }
+        for entry in try await store.outboxEntries() {
+            var dumped = ""
+            dump(entry, to: &dumped)
+            texts += ["\(entry)", String(reflecting: entry), dumped]
+        }
         dev.faults.isOffline = false
         dev.faults.set(.malformedBody, for: .token)
         do {
@@ -84,6 +88,23 @@ struct SecretsTests {
         dev.faults.clear()
         let report = await store.drainOutbox(DrainOptions(includeNotDue: true))
         texts.append("\(report) \(report.errors)")
+
+        // A confidential client's secret travels in every request it makes, and nowhere else.
+        let clientSecret = "latchkey-confidential-secret"
+        secrets.insert(clientSecret)
+        let confidential = OpenIDProvider(
+            configuration: OpenIDProviderConfiguration(
+                issuer: dev.issuer, clientID: "latchkey-confidential", authentication: .basic(secret: clientSecret),
+                allowsPasswordGrant: true),
+            transport: transport, logger: capture.logger("confidential"))
+        let issued = try await confidential.passwordToken(username: "bob", password: "bob-password")
+        remember(issued)
+        _ = try await confidential.introspect(try #require(issued.accessToken), kind: .accessToken)
+        dev.faults.set(.status(503), for: .introspection)
+        do {
+            _ = try await confidential.introspect(try #require(issued.accessToken), kind: .accessToken)
+        } catch { texts += ["\(error)", String(reflecting: error)] }
+        dev.faults.clear()
 
         #expect(secrets.count > 8, "the tokens of the lifecycle were collected")
         let logged = capture.all

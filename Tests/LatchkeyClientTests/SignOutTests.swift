@@ -38,12 +38,13 @@ struct SignOutTests {
     ) async throws {
         let dev = try await DevProvider.start(signingKeys: SharedSigningKeys.get(), now: now)
         let provider = OpenIDProvider(
-            configuration: OpenIDProviderConfiguration(issuer: dev.issuer, clientID: "latchkey-cli", scopes: scopes),
+            configuration: OpenIDProviderConfiguration(
+                issuer: dev.issuer, clientID: "latchkey-cli", scopes: scopes, allowsPasswordGrant: true),
             transport: transport, logger: TraceLog.logger("provider"), now: now)
         let inspector = OpenIDProvider(
             configuration: OpenIDProviderConfiguration(
                 issuer: dev.issuer, clientID: "latchkey-confidential",
-                authentication: .basic(secret: "latchkey-confidential-secret")),
+                authentication: .basic(secret: "latchkey-confidential-secret"), allowsPasswordGrant: true),
             transport: transport)
         let devices = Devices(
             dev: dev, provider: provider, inspector: inspector,
@@ -443,7 +444,8 @@ struct SignOutTests {
             // The same client, now presenting a secret the provider refuses: invalid_client.
             let refused = OpenIDProvider(
                 configuration: OpenIDProviderConfiguration(
-                    issuer: devices.dev.issuer, clientID: "latchkey-cli", authentication: .basic(secret: "wrong")),
+                    issuer: devices.dev.issuer, clientID: "latchkey-cli", authentication: .basic(secret: "wrong"),
+                    allowsPasswordGrant: true),
                 transport: transport)
             await devices.a.register(refused)
             let first = await devices.a.drainOutbox(DrainOptions(includeNotDue: true))

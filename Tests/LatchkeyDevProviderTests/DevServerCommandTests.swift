@@ -11,14 +11,38 @@ struct DevServerCommandTests {
     @Test("prints the issuer URL as its first line, serves discovery, and exits 0 on SIGINT")
     func standalone() async throws {
         let server = try await ChildProcess.start(Executables.latchkey, ["dev-server", "--port", "0"], input: "")
-        let output = try await server.standardOutput { $0.contains("\n") }
-        let firstLine = String(output.prefix { $0 != "\n" })
+        let output = try await server.standardOutput { $0.contains("admin token: ") && $0.hasSuffix("\n") }
+        let lines = output.split(separator: "\n").map(String.init)
+        let firstLine = try #require(lines.first)
         #expect(firstLine.hasPrefix("http://127.0.0.1:"))
+        #expect(lines.dropFirst().first?.hasPrefix("admin token: ") == true)
         let discovery = try await Client.fetchJSON(firstLine + "/.well-known/openid-configuration")
         #expect(discovery["issuer"] as? String == firstLine)
 
         server.send(signal: SIGINT)
         #expect(try await server.finish().status == 0)
+    }
+
+    @Test("--admin-token sets the token; listening off loopback needs --allow-non-loopback and warns")
+    func adminTokenAndHost() async throws {
+        let token = "a-token-of-the-tests-own-0123456789"
+        let server = try await ChildProcess.start(
+            Executables.latchkey, ["dev-server", "--admin-token", token], input: "")
+        let output = try await server.standardOutput { $0.contains("admin token: ") && $0.hasSuffix("\n") }
+        #expect(output.contains("admin token: \(token)\n"))
+        server.send(signal: SIGINT)
+        #expect(try await server.finish().status == 0)
+
+        let refused = try await ChildProcess.run(Executables.latchkey, ["dev-server", "--host", "0.0.0.0"], input: "")
+        #expect(refused.status == 2)
+        #expect(refused.stderr.contains("--allow-non-loopback"))
+        let open = try await ChildProcess.start(
+            Executables.latchkey, ["dev-server", "--host", "0.0.0.0", "--allow-non-loopback"], input: "")
+        _ = try await open.standardOutput { $0.contains("admin token: ") }
+        open.send(signal: SIGINT)
+        let result = try await open.finish()
+        #expect(result.status == 0)
+        #expect(result.stderr.contains("published"))
     }
 
     @Test("a configuration file that cannot be read is a usage error")

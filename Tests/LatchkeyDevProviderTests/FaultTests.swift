@@ -140,4 +140,25 @@ struct FaultTests {
             #expect(client.provider.faults.count(.revocation) == 0)
         }
     }
+
+    @Test("the admin endpoints need the run's token and a Host of their own: a web page cannot drive them")
+    func adminGuard() async throws {
+        try await withProvider { client throws in
+            let admin = client.provider.issuer.absoluteString + "/admin/rotate-keys"
+            @Sendable func post(headers: [(String, String)], admin token: Bool) async throws -> Int {
+                var request = HTTPClientRequest(url: admin)
+                request.method = .POST
+                for (name, value) in headers { request.headers.add(name: name, value: value) }
+                request.body = .bytes(ByteBuffer(string: "{}"))
+                return try await client.execute(request, admin: token).status
+            }
+            // What a page's simple cross-origin POST looks like: text/plain, no Authorization.
+            #expect(try await post(headers: [("Content-Type", "text/plain")], admin: false) == 401)
+            #expect(
+                try await post(headers: [("Authorization", "Bearer not-the-token-of-this-run")], admin: false) == 401)
+            // DNS rebinding: the page's own name in Host, even with the token (which it cannot have).
+            #expect(try await post(headers: [("Host", "attacker.example")], admin: true) == 403)
+            #expect(try await post(headers: [], admin: true) == 200)
+        }
+    }
 }

@@ -71,7 +71,13 @@ struct Client: Sendable {
         try await post(url(endpoint), form: form, headers: headers)
     }
 
-    func execute(_ request: HTTPClientRequest) async throws -> Answer {
+    /// Sends `request`; one to `/admin` carries the run's admin token unless it has an
+    /// `Authorization` of its own (`admin: false` sends none, to test the guard).
+    func execute(_ request: HTTPClientRequest, admin: Bool = true) async throws -> Answer {
+        var request = request
+        if admin, request.url.contains("/admin"), !request.headers.contains(name: "Authorization") {
+            request.headers.add(name: "Authorization", value: "Bearer \(provider.adminToken)")
+        }
         let response = try await http.execute(request, timeout: .seconds(30))
         let body = try await response.body.collect(upTo: 64 << 20)
         return Answer(status: Int(response.status.code), headers: response.headers, body: Data(body.readableBytesView))

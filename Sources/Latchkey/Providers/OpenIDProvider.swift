@@ -265,11 +265,19 @@ public actor OpenIDProvider: IdentityProvider {
     }
 
     /// Signs in with a username and password (the resource owner password grant, RFC 6749 §4.3),
-    /// for scripts and tests.
+    /// for scripts and tests, when ``OpenIDProviderConfiguration/allowsPasswordGrant`` says so:
+    /// RFC 9700 §2.4 says the grant must not be used. Nothing is sent otherwise.
     public func passwordToken(username: String, password: String, scopes: [String]? = nil)
         async throws(ProviderError) -> Token
     {
-        try await tokenRequest([
+        guard configuration.allowsPasswordGrant else {
+            throw ProviderError(
+                .unsupported, endpoint: .token,
+                reason:
+                    "The password grant is off for this provider (RFC 9700 §2.4: it must not be used). Sign in through the browser or with a device code; for scripts and tests, turn it on with allowsPasswordGrant."
+            )
+        }
+        return try await tokenRequest([
             ("grant_type", "password"), ("username", username), ("password", password),
             ("scope", (scopes ?? configuration.scopes).joined(separator: " ")),
         ])

@@ -21,6 +21,10 @@ public struct OpenIDProviderConfiguration: Sendable, Hashable {
     public var leeway: TimeInterval
     /// Limits of every request.
     public var requestOptions: HTTPTransportOptions
+    /// Whether ``SignInMethod/password(username:password:)`` may be used: off unless asked for.
+    /// RFC 9700 §2.4 says the resource owner password grant must not be used; it stays for
+    /// scripts and tests against providers of one's own.
+    public var allowsPasswordGrant: Bool
 
     /// Creates a configuration.
     public init(
@@ -32,7 +36,8 @@ public struct OpenIDProviderConfiguration: Sendable, Hashable {
         endpoints: [EndpointKind: URL] = [:],
         idTokenAlgorithms: Set<String> = IDTokenVerifier.defaultAlgorithms,
         leeway: TimeInterval = 60,
-        requestOptions: HTTPTransportOptions = HTTPTransportOptions()
+        requestOptions: HTTPTransportOptions = HTTPTransportOptions(),
+        allowsPasswordGrant: Bool = false
     ) {
         self.issuer = issuer
         self.clientID = clientID
@@ -43,6 +48,7 @@ public struct OpenIDProviderConfiguration: Sendable, Hashable {
         self.idTokenAlgorithms = idTokenAlgorithms
         self.leeway = leeway
         self.requestOptions = requestOptions
+        self.allowsPasswordGrant = allowsPasswordGrant
     }
 
     /// The client authentication used at `endpoint`.

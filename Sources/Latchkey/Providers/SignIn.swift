@@ -5,7 +5,9 @@ import Logging
 
 /// How a user signs in.
 public enum SignInMethod: Sendable {
-    /// The resource owner password grant (RFC 6749 §4.3): for scripts and tests only.
+    /// The resource owner password grant (RFC 6749 §4.3): for scripts and tests only, and only
+    /// when ``OpenIDProviderConfiguration/allowsPasswordGrant`` is on (RFC 9700 §2.4 says it must
+    /// not be used).
     case password(username: String, password: String)
     /// Authorization code with PKCE through the system browser and a loopback redirect
     /// (RFC 8252). `open` is handed the URL to show the user; the sign-in fails with

@@ -8,7 +8,7 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
         private enum Base: String, Sendable, Hashable {
             case corruptDatabase, wrongKey, invalidKeyFile, missingKeyFile, folderNotAccessible,
                 fileNotAccessible, unsupportedSchema, corruptRecord, credentialNotFound,
-                duplicateCredential, databaseFailure, versionConflict, cancelled, outboxFull, insecureFile
+                duplicateCredential, databaseFailure, versionConflict, cancelled, outboxFull, insecureFile, busy
         }
 
         private let base: Base
@@ -43,6 +43,9 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
         /// A file or folder of the store is not the user's, is open to other users, is a link, or
         /// is a key file that existed before its database: it is not trusted, and not changed.
         public static let insecureFile = Code(base: .insecureFile)
+        /// Another process holds the store for now (it is creating it, or holds a lock SQLite will
+        /// not wait for); trying again shortly will do.
+        public static let busy = Code(base: .busy)
         /// The revocation outbox holds as many entries as it may; nothing was added.
         public static let outboxFull = Code(base: .outboxFull)
 
@@ -65,7 +68,7 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
     /// Creates a storage error.
     ///
     /// - Parameter retryable: whether a retry can help; by default only
-    ///   ``Code/versionConflict`` is.
+    ///   ``Code/versionConflict`` and ``Code/busy`` are.
     public init(
         _ code: Code, path: String? = nil, reason: String, underlying: (any Error & Sendable)? = nil,
         retryable: Bool? = nil
@@ -74,7 +77,7 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
         self.path = path
         self.reason = reason
         self.underlying = underlying
-        self.isRetryable = retryable ?? (code == .versionConflict)
+        self.isRetryable = retryable ?? (code == .versionConflict || code == .busy)
     }
 
     public var description: String {

@@ -32,13 +32,13 @@ extension LatchkeyCommand {
             let provider = OpenIDProvider(
                 configuration: OpenIDProviderConfiguration(
                     issuer: dev.issuer, clientID: "latchkey-cli",
-                    scopes: ["openid", "profile", "email", "offline_access", "device_sso"]),
+                    scopes: ["openid", "profile", "email", "offline_access", "device_sso"], allowsPasswordGrant: true),
                 transport: transport)
             // The provider's own view of tokens, through introspection (a confidential client may ask).
             let inspector = OpenIDProvider(
                 configuration: OpenIDProviderConfiguration(
                     issuer: dev.issuer, clientID: "latchkey-confidential",
-                    authentication: .basic(secret: "latchkey-confidential-secret")),
+                    authentication: .basic(secret: "latchkey-confidential-secret"), allowsPasswordGrant: true),
                 transport: transport)
             func active(_ token: String?) async -> Bool {
                 guard let token else { return false }
@@ -142,7 +142,7 @@ struct Narrator {
     }
 
     mutating func check(_ text: String, _ passed: Bool) {
-        Output.line("   \(Output.mark(passed)) \(text)")
+        Output.line(mark: passed, text)
         if !passed { failures.append(text) }
     }
 
@@ -163,7 +163,7 @@ struct Narrator {
             Output.line("\nEvery step behaved as expected.")
         } else {
             Output.line("\n\(failures.count) step(s) did not behave as expected:")
-            for failure in failures { Output.line("   \(Output.mark(false)) \(failure)") }
+            for failure in failures { Output.line(mark: false, failure) }
             throw ExitCode(ExitStatus.failed.rawValue)
         }
     }

@@ -58,6 +58,11 @@ struct Login: AsyncParsableCommand {
             if error.code == .storage {
                 throw CLIError.failed("The credential could not be stored: \(error)")
             }
+            if error.code == .unsupported, passwordStdin, error.endpoint == .token {
+                throw CLIError.input(
+                    "The provider \(entry.name) does not allow the password grant (RFC 9700 §2.4 says it must not be used). Sign in with --browser or --device; for scripts and tests, add the provider with --allow-password-grant."
+                )
+            }
             throw CLIError.provider(error, doing: "Sign-in failed")
         }
         Output.endProgress()

@@ -28,6 +28,12 @@ struct ProviderCommand: AsyncParsableCommand {
                 "Override one endpoint: KIND=URL, KIND one of authorization, token, revocation, introspection, userinfo, end-session, jwks, device-authorization."
         )
         var endpoints: [String] = []
+        @Flag(
+            name: .customLong("allow-password-grant"),
+            help:
+                "Let `login --username U --password-stdin` use the password grant: for scripts and tests only (RFC 9700 §2.4 says it must not be used)."
+        )
+        var allowPasswordGrant = false
         @Flag(help: "An Amazon Cognito user pool.") var cognito = false
         @Option(help: "The Cognito region.") var region: String?
         @Option(name: .customLong("user-pool-id"), help: "The Cognito user pool id.") var userPoolID: String?
@@ -39,8 +45,9 @@ struct ProviderCommand: AsyncParsableCommand {
                 guard region != nil, userPoolID != nil else {
                     throw ValidationError("--cognito needs --region and --user-pool-id.")
                 }
-                guard issuer == nil, endpoints.isEmpty else {
-                    throw ValidationError("--issuer and --endpoint are for OpenID providers, not --cognito.")
+                guard issuer == nil, endpoints.isEmpty, !allowPasswordGrant else {
+                    throw ValidationError(
+                        "--issuer, --endpoint and --allow-password-grant are for OpenID providers, not --cognito.")
                 }
             } else {
                 guard let issuer, let url = URL(string: issuer), url.scheme != nil, url.host != nil else {
@@ -86,7 +93,8 @@ struct ProviderCommand: AsyncParsableCommand {
                 name: name, kind: cognito ? .cognito : .openid, clientID: clientID, issuer: issuer,
                 sealedClientSecret: sealedSecret,
                 scopes: scope.map { $0.split(separator: " ").map(String.init) }, authMethod: authMethod,
-                endpoints: endpointMap.isEmpty ? nil : endpointMap, region: region, userPoolID: userPoolID,
+                endpoints: endpointMap.isEmpty ? nil : endpointMap,
+                allowsPasswordGrant: allowPasswordGrant ? true : nil, region: region, userPoolID: userPoolID,
                 endpointURL: endpointURL)
             providers.append(entry)
             try home.saveProviders(providers)

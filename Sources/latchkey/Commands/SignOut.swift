@@ -23,6 +23,10 @@ struct SignOut: AsyncParsableCommand {
     @Flag(name: .customLong("end-session"), help: "End the provider's session too.") var endSession = false
     @Option(help: "always-local (default) or server-first.") var policy: String = "always-local"
     @Flag(help: "Do not ask.") var yes = false
+    @Flag(
+        name: .customLong("show-urls"),
+        help: "With --json, show end-session URLs whole; by default their id_token_hint is redacted.")
+    var showURLs = false
 
     func validate() throws {
         guard SignOutPolicy(rawValue: policy) != nil else {
@@ -94,6 +98,15 @@ struct SignOut: AsyncParsableCommand {
         }
     }
 
+    /// `url` with the value of `id_token_hint` replaced: it is the user's ID token.
+    static func redacted(_ url: URL) -> String {
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return "<redacted>" }
+        components.queryItems = components.queryItems?.map {
+            $0.name == "id_token_hint" ? URLQueryItem(name: $0.name, value: "REDACTED") : $0
+        }
+        return components.url?.absoluteString ?? "<redacted>"
+    }
+
     private func show(_ result: SignOutResult) {
         let outcome: String
         switch result {
@@ -112,23 +125,25 @@ struct SignOut: AsyncParsableCommand {
                             error: $0.status == .succeeded || $0.status == .skipped ? nil : $0.reason,
                             retryable: $0.isRetryable)
                     },
-                    browserURLs: result.browserURLs.isEmpty ? nil : result.browserURLs.map(\.absoluteString)))
+                    browserURLs: result.browserURLs.isEmpty
+                        ? nil : result.browserURLs.map { showURLs ? $0.absoluteString : Self.redacted($0) }))
             return
         }
         for step in result.steps {
-            let mark =
-                switch step.status {
-                case .succeeded: Output.mark(true)
-                case .failed: Output.mark(false)
-                case .skipped: "-"
-                case .queued: "…"
-                }
-            var line = "\(mark) \(step.accountName ?? step.account.rawValue): \(step.kind) \(step.status.rawValue)"
+            var line = "\(step.accountName ?? step.account.rawValue): \(step.kind) \(step.status.rawValue)"
             if let reason = step.reason { line += " (\(reason))" }
-            Output.line(line)
+            switch step.status {
+            case .succeeded: Output.line(mark: true, line)
+            case .failed: Output.line(mark: false, line)
+            case .skipped: Output.line("- " + line)
+            case .queued: Output.line("… " + line)
+            }
         }
+        // The URL carries the ID token as id_token_hint: to standard error, never into a pipe of
+        // results that may be logged.
         for url in result.browserURLs {
-            Output.line("Open this URL to end the provider session: \(url.absoluteString)")
+            FileHandle.standardError.write(
+                Data("Open this URL to end the provider session: \(Output.safe(url.absoluteString))\n".utf8))
         }
         switch result {
         case .complete: Output.line("Signed out.")

@@ -127,11 +127,11 @@ struct Revoke: AsyncParsableCommand {
         } else {
             for (kind, outcome) in outcomes {
                 switch outcome {
-                case .revoked: Output.line("\(Output.mark(true)) \(kind) revoked")
+                case .revoked: Output.line(mark: true, "\(kind) revoked")
                 case .notPresent: Output.line("- \(kind): none")
                 case .endsWithRefreshToken:
                     Output.line("- \(kind): not revoked on its own; the provider revokes it with the refresh token")
-                case .failed(let error): Output.line("\(Output.mark(false)) \(kind): \(error)")
+                case .failed(let error): Output.line(mark: false, "\(kind): \(error)")
                 }
             }
             if result.removedFromStore {

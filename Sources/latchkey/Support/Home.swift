@@ -30,6 +30,8 @@ struct ProviderEntry: Codable, Sendable {
     var scopes: [String]?
     var authMethod: String?
     var endpoints: [String: String]?
+    /// Whether `login --username … --password-stdin` may use the password grant (off unless asked).
+    var allowsPasswordGrant: Bool?
     // Cognito
     var region: String?
     var userPoolID: String?
@@ -249,7 +251,7 @@ struct Home {
                 configuration: OpenIDProviderConfiguration(
                     issuer: issuer, clientID: entry.clientID, authentication: authentication,
                     scopes: entry.scopes ?? ["openid", "profile", "email", "offline_access"], endpoints: endpoints,
-                    requestOptions: options),
+                    requestOptions: options, allowsPasswordGrant: entry.allowsPasswordGrant ?? false),
                 transport: transport, logger: logger)
         case .cognito:
             guard let region = entry.region, let pool = entry.userPoolID else {

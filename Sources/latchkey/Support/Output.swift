@@ -73,12 +73,20 @@ enum Output {
         isTerminal && ProcessInfo.processInfo.environment["NO_COLOR"].map(\.isEmpty) ?? true
     }
 
+    /// Prints a line. Control characters are escaped: a line may carry text a provider chose
+    /// (an error description, a claim), which must not move the cursor or rewrite the terminal.
     static func line(_ text: String) {
-        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+        FileHandle.standardOutput.write(Data((safe(text) + "\n").utf8))
+    }
+
+    /// Prints a line that starts with a ✓ or ✗ mark, in colour on a terminal (the only escape
+    /// sequences the tool writes itself); the text is escaped as ``line(_:)`` does.
+    static func line(mark ok: Bool, _ text: String) {
+        FileHandle.standardOutput.write(Data((mark(ok) + " " + safe(text) + "\n").utf8))
     }
 
     static func error(_ text: String) {
-        FileHandle.standardError.write(Data(("latchkey: " + text + "\n").utf8))
+        FileHandle.standardError.write(Data(("latchkey: " + safe(text) + "\n").utf8))
     }
 
     /// Progress for people on a terminal; nothing on a pipe.
@@ -111,11 +119,16 @@ enum Output {
         }
     }
 
-    /// Text that came from a provider or a file, with control characters escaped, so that it
-    /// cannot move the cursor, change colours or rewrite the terminal.
+    /// Text that came from a provider or a file, with control characters (but newline and tab)
+    /// and invisible format characters escaped, so that it cannot move the cursor, change
+    /// colours, rewrite the terminal or reorder what it shows.
     static func safe(_ text: String) -> String {
         var escaped = ""
         for scalar in text.unicodeScalars {
+            if scalar == "\n" || scalar == "\t" {
+                escaped.unicodeScalars.append(scalar)
+                continue
+            }
             switch scalar.properties.generalCategory {
             case .control, .format, .lineSeparator, .paragraphSeparator:
                 escaped += scalar.escaped(asASCII: true)
@@ -126,14 +139,29 @@ enum Output {
         return escaped
     }
 
-    static func mark(_ ok: Bool) -> String {
+    private static func mark(_ ok: Bool) -> String {
         guard useColor else { return ok ? "✓" : "✗" }
         return ok ? "\u{1B}[32m✓\u{1B}[0m" : "\u{1B}[31m✗\u{1B}[0m"
     }
 }
 
-/// Reads a secret from standard input (one line, without the newline).
+/// Reads a secret from standard input (one line, without the newline). On a terminal it asks
+/// on standard error and turns echo off while the secret is typed, so it never shows.
 func readSecretFromStandardInput(_ what: String) throws -> String {
+    var saved = termios()
+    let terminal = isatty(STDIN_FILENO) == 1 && tcgetattr(STDIN_FILENO, &saved) == 0
+    if terminal {
+        FileHandle.standardError.write(Data("\(what.prefix(1).uppercased() + what.dropFirst()): ".utf8))
+        var silent = saved
+        silent.c_lflag &= ~tcflag_t(ECHO)
+        _ = tcsetattr(STDIN_FILENO, TCSAFLUSH, &silent)
+    }
+    defer {
+        if terminal {
+            _ = tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved)
+            FileHandle.standardError.write(Data("\n".utf8))
+        }
+    }
     guard let line = readLine(strippingNewline: true), !line.isEmpty else {
         throw CLIError.input("Expected the \(what) on standard input.")
     }

@@ -100,6 +100,8 @@ func makeHarness(
     tweak: (inout OpenIDProviderConfiguration) -> Void = { _ in }
 ) async throws -> Harness {
     let clock = now ?? { Date() }
+    // Client secrets are secrets too: no log line of the trace pass may hold one.
+    TraceLog.register(secret: "latchkey-confidential-secret")
     let store = CredentialStore(storage: InMemoryCredentialStorage(), logger: TraceLog.logger("store"), now: clock)
     switch kind {
     case .dev:
@@ -107,12 +109,12 @@ func makeHarness(
             configuration: devConfiguration, signingKeys: SharedSigningKeys.get(), now: clock)
         var configuration = OpenIDProviderConfiguration(
             issuer: dev.issuer, clientID: "latchkey-cli",
-            scopes: scopes ?? ["openid", "profile", "email", "offline_access"])
+            scopes: scopes ?? ["openid", "profile", "email", "offline_access"], allowsPasswordGrant: true)
         tweak(&configuration)
         let inspector = OpenIDProvider(
             configuration: OpenIDProviderConfiguration(
                 issuer: dev.issuer, clientID: "latchkey-confidential",
-                authentication: .basic(secret: "latchkey-confidential-secret")),
+                authentication: .basic(secret: "latchkey-confidential-secret"), allowsPasswordGrant: true),
             transport: transport)
         return Harness(
             kind: kind,
@@ -126,13 +128,14 @@ func makeHarness(
         var configuration = OpenIDProviderConfiguration(
             issuer: issuer, clientID: environment.confidentialClientID,
             authentication: .basic(secret: environment.clientSecret),
-            scopes: scopes?.filter { $0 != "device_sso" } ?? ["openid", "profile", "email", "offline_access"])
+            scopes: scopes?.filter { $0 != "device_sso" } ?? ["openid", "profile", "email", "offline_access"],
+            allowsPasswordGrant: true)
         tweak(&configuration)
         // clientSecret_post introspection sees every client's tokens there.
         let inspector = OpenIDProvider(
             configuration: OpenIDProviderConfiguration(
                 issuer: issuer, clientID: environment.confidentialClientID,
-                authentication: .post(secret: environment.clientSecret)),
+                authentication: .post(secret: environment.clientSecret), allowsPasswordGrant: true),
             transport: transport)
         return Harness(
             kind: kind,
