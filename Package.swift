@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "LatchkeySQLite", targets: ["LatchkeySQLite"]),
         .library(name: "LatchkeyHTTP", targets: ["LatchkeyHTTP"]),
         .library(name: "LatchkeyDevProvider", targets: ["LatchkeyDevProvider"]),
+        .library(name: "LatchkeyStorageTesting", targets: ["LatchkeyStorageTesting"]),
         .executable(name: "latchkey", targets: ["latchkey"]),
         .executable(name: "latchkey-bench", targets: ["latchkey-bench"]),
     ],
@@ -60,6 +61,12 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: strictSettings
+        ),
+        // The storage contract, shipped so that any backend (Latchkey's or a user's) proves itself.
+        .target(
+            name: "LatchkeyStorageTesting",
+            dependencies: ["Latchkey"],
             swiftSettings: strictSettings
         ),
         .target(
@@ -133,7 +140,7 @@ let package = Package(
         .testTarget(
             name: "LatchkeyTests",
             dependencies: [
-                "Latchkey", "LatchkeySQLite", "LatchkeyTestSupport",
+                "Latchkey", "LatchkeySQLite", "LatchkeyTestSupport", "LatchkeyStorageTesting",
                 // The schema-upgrade test writes an old store's rows itself.
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "JWTKit", package: "jwt-kit"),

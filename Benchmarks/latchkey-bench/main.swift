@@ -119,7 +119,7 @@ do {
     let outboxStore = CredentialStore.inMemory()
     await outboxStore.register(provider)
     for index in 0..<(quick ? 200 : 1_000) {
-        try await outboxStore.storage.enqueue(
+        try await outboxStore.outbox.enqueue(
             OutboxEntry(
                 provider: provider.identity, kind: .refreshToken, token: "queued-\(index)", account: "bench",
                 tokenExpiresAt: nil, createdAt: Date(), attempts: 1, nextAttemptAt: Date(), lastError: nil),

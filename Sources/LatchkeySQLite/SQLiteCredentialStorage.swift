@@ -23,7 +23,7 @@ import SystemPackage
 ///   mode, with a busy timeout.
 /// - Problems are reported as ``StorageError`` naming the file; nothing is ever deleted,
 ///   truncated or overwritten to "repair" a store.
-public final class SQLiteCredentialStorage: CredentialStorage {
+public final class SQLiteCredentialStorage: CredentialStorage, OutboxStorage {
     /// Where the key that seals token values comes from.
     public enum KeySource: Sendable {
         /// A file beside the database, named after it with `.key` appended; created when the
@@ -266,11 +266,15 @@ public final class SQLiteCredentialStorage: CredentialStorage {
         }
     }
 
+    public func damagedOutboxEntries() async throws(StorageError) -> [DamagedRecord] {
+        let sealer = self.sealer
+        return try await read { db in try Self.readOutbox(db, sealer: sealer).damaged }
+    }
+
     public func damagedRecords() async throws(StorageError) -> [DamagedRecord] {
         let sealer = self.sealer
         return try await read { db in
             var damaged = try Self.readCredentials(db, CredentialRecord.all(), sealer: sealer).damaged
-            damaged += try Self.readOutbox(db, sealer: sealer).damaged
             if case .damaged = try Self.defaultMarker(db, sealer: sealer) {
                 damaged.append(
                     DamagedRecord(

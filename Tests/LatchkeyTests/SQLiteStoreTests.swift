@@ -305,7 +305,7 @@ struct SQLiteStoreTests {
             provider: Fixtures.provider, kind: .refreshToken, token: "SECRET-QUEUED", account: "alice",
             tokenExpiresAt: nil, createdAt: Date(timeIntervalSince1970: 1_800_000_000), attempts: 1,
             nextAttemptAt: Date(timeIntervalSince1970: 1_800_000_000), lastError: nil)
-        try await store.storage.enqueue(entry, limit: 10)
+        try await store.outbox.enqueue(entry, limit: 10)
         // Turn the file back into what version 2 wrote: seals bound to the id only, the default
         // marker in the clear, no version column, lease table or permanent-failure column.
         let sealer = Sealer(key: key)
@@ -429,7 +429,7 @@ struct SQLiteStoreTests {
         let store = try await CredentialStore.sqlite(at: path)
         let alice = try await store.add(Fixtures.token(user: "alice"))
         try await store.setDefault(alice.id)
-        try await store.storage.enqueue(
+        try await store.outbox.enqueue(
             OutboxEntry(
                 provider: Fixtures.provider, kind: .refreshToken, token: "SECRET-QUEUED", account: "alice",
                 tokenExpiresAt: nil, createdAt: Date(), attempts: 1, nextAttemptAt: Date(), lastError: nil),

@@ -65,7 +65,7 @@ do {
             let entry = OutboxEntry(
                 provider: token.provider, kind: .refreshToken, token: "rt-\(label)-\(index)", account: label,
                 tokenExpiresAt: nil, createdAt: Date(), attempts: 1, nextAttemptAt: Date(), lastError: nil)
-            try await store.storage.enqueue(entry, limit: .max)
+            try await store.outbox.enqueue(entry, limit: .max)
             say("queued \(entry.id.uuidString)")
             index += 1
         }

@@ -32,6 +32,8 @@ public actor CredentialStore {
     /// Where the credentials are kept. Package-only: every change goes through the store, which
     /// keeps refreshes single-flight and publishes change events.
     package nonisolated let storage: any CredentialStorage
+    /// Where the revocation outbox is kept.
+    package nonisolated let outbox: any OutboxStorage
     private let events = Broadcast<CredentialStoreEvent>()
     /// Where the store, its credentials, sign-outs and the outbox log.
     nonisolated let logger: Logger
@@ -47,23 +49,40 @@ public actor CredentialStore {
     /// does not keep itself alive through them.
     private var handles: [CredentialID: WeakCredential] = [:]
 
-    /// Creates a store over `storage`.
+    /// Creates a store over one backend that keeps both the credentials and the outbox (as
+    /// ``InMemoryCredentialStorage`` and the SQLite storage do).
+    public init(
+        storage: any CredentialStorage & OutboxStorage,
+        logger: Logger? = nil,
+        refreshLeaseDuration: Duration = .seconds(60),
+        outboxLimit: Int = 10_000,
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.init(
+            credentials: storage, outbox: storage, logger: logger, refreshLeaseDuration: refreshLeaseDuration,
+            outboxLimit: outboxLimit, now: now)
+    }
+
+    /// Creates a store over `credentials` and `outbox`.
     ///
     /// - Parameters:
-    ///   - storage: the backend, e.g. ``InMemoryCredentialStorage`` or the SQLite storage.
+    ///   - credentials: where the credentials go, e.g. ``InMemoryCredentialStorage`` or the SQLite storage.
+    ///   - outbox: where failed revocations wait.
     ///   - logger: where diagnostics go; silent by default. Token values are never logged.
     ///   - refreshLeaseDuration: how long a refresh lease lasts at most (see
     ///     ``CredentialStorage/withRefreshLease(for:duration:_:)``).
     ///   - outboxLimit: the most entries the revocation outbox may hold.
     ///   - now: the clock used for the credentials' timestamps.
     public init(
-        storage: any CredentialStorage,
+        credentials: any CredentialStorage,
+        outbox: any OutboxStorage,
         logger: Logger? = nil,
         refreshLeaseDuration: Duration = .seconds(60),
         outboxLimit: Int = 10_000,
         now: @escaping @Sendable () -> Date = { Date() }
     ) {
-        self.storage = storage
+        self.storage = credentials
+        self.outbox = outbox
         self.logger = logger ?? .disabled("latchkey.store")
         self.refreshLeaseDuration = refreshLeaseDuration
         self.outboxLimit = max(1, outboxLimit)
@@ -247,7 +266,7 @@ public actor CredentialStore {
     /// that every other account keeps working. ``remove(_:)`` (a credential) or
     /// ``dropOutboxEntry(_:)`` removes one on purpose.
     public func damagedRecords() async throws(StorageError) -> [DamagedRecord] {
-        try await storage.damagedRecords()
+        try await storage.damagedRecords() + outbox.damagedOutboxEntries()
     }
 
     /// The credentials matching an indexed query (subject, username, email, issuer).

@@ -92,7 +92,7 @@ public struct DrainReport: Sendable, CustomStringConvertible {
 extension CredentialStore {
     /// The entries of the revocation outbox, the earliest due first.
     public func outboxEntries() async throws(StorageError) -> [OutboxEntry] {
-        try await storage.outboxEntries()
+        try await outbox.outboxEntries()
     }
 
     /// Retries the revocations waiting in the outbox: due entries only (unless asked), with
@@ -107,8 +107,8 @@ extension CredentialStore {
         var report = DrainReport()
         let entries: [OutboxEntry]
         do {
-            entries = try await storage.outboxEntries()
-            report.damaged = try await storage.damagedRecords().filter { $0.kind == .outboxEntry }
+            entries = try await outbox.outboxEntries()
+            report.damaged = try await outbox.damagedOutboxEntries()
         } catch {
             report.storageError = error
             return report
@@ -122,7 +122,7 @@ extension CredentialStore {
         for entry in entries {
             if let expiry = entry.tokenExpiresAt, expiry <= date {
                 do {
-                    try await storage.removeOutboxEntry(entry.id)
+                    try await outbox.removeOutboxEntry(entry.id)
                     logger.debug("outbox entry dropped: its token has expired", metadata: ["entry": "\(entry.id)"])
                     report.dropped += 1
                 } catch {
@@ -176,7 +176,7 @@ extension CredentialStore {
                     updated.failedPermanently = !error.isRetryable
                     updated.nextAttemptAt = now().addingTimeInterval(
                         options.backoff.delay(afterAttempts: updated.attempts, retryAfter: error.retryAfter))
-                    try await storage.updateOutboxEntry(updated)
+                    try await outbox.updateOutboxEntry(updated)
                     logger.debug(
                         "outbox revocation failed",
                         metadata: [
@@ -187,7 +187,7 @@ extension CredentialStore {
                     if updated.failedPermanently { report.permanent += 1 } else { report.failed += 1 }
                     report.errors[entry.id] = error
                 } else {
-                    try await storage.removeOutboxEntry(entry.id)
+                    try await outbox.removeOutboxEntry(entry.id)
                     logger.debug(
                         "outbox revocation done", metadata: ["entry": "\(entry.id)", "token": "\(entry.kind)"])
                     report.revoked += 1
@@ -204,12 +204,10 @@ extension CredentialStore {
     /// - Returns: whether there was such an entry (a damaged one is removed too).
     @discardableResult
     public func dropOutboxEntry(_ id: UUID) async throws(StorageError) -> Bool {
-        let readable = try await storage.outboxEntries().contains { $0.id == id }
-        let damaged = try await storage.damagedRecords().contains {
-            $0.kind == .outboxEntry && $0.id == id.uuidString
-        }
+        let readable = try await outbox.outboxEntries().contains { $0.id == id }
+        let damaged = try await outbox.damagedOutboxEntries().contains { $0.id == id.uuidString }
         guard readable || damaged else { return false }
-        try await storage.removeOutboxEntry(id)
+        try await outbox.removeOutboxEntry(id)
         logger.debug("outbox entry dropped on purpose", metadata: ["entry": "\(id)"])
         return true
     }

@@ -242,7 +242,7 @@ extension CredentialStore {
                         afterAttempts: 1, retryAfter: (steps[index].error as? ProviderError)?.retryAfter)),
                 lastError: steps[index].reason)
             do {
-                try await storage.enqueue(entry, limit: outboxLimit)
+                try await outbox.enqueue(entry, limit: outboxLimit)
                 steps[index].status = .queued
                 steps[index].isRetryable = true
             } catch {

@@ -1,6 +1,7 @@
 public import Foundation
 
-/// Where a ``CredentialStore`` keeps its credentials and which one is the default.
+/// Where a ``CredentialStore`` keeps its credentials, which one is the default, and the refresh
+/// lease that makes one refresh per credential however many processes share it.
 ///
 /// Implementations must make every method atomic, also across processes when the storage is
 /// shared (the SQLite storage is), and must never treat a read failure as "no credentials":
@@ -54,25 +55,35 @@ public protocol CredentialStorage: Sendable {
     ) async throws(StorageError) -> Result
 
     /// The records that cannot be read — damaged bytes, a seal that does not open, fields that
-    /// do not match what was sealed — by id. They stay as they are (nothing is wiped) and every
-    /// other record keeps working; deleting one by its id removes it.
+    /// do not match what was sealed — by id: credentials and the default marker. They stay as
+    /// they are (nothing is wiped) and every other record keeps working; deleting a credential
+    /// by its id removes it.
     func damagedRecords() async throws(StorageError) -> [DamagedRecord]
+}
 
-    // MARK: The revocation outbox
-
-    /// Adds an entry to the revocation outbox, in one atomic step with a check that the outbox
-    /// holds fewer than `limit` entries; throws ``StorageError/Code/outboxFull`` otherwise.
+/// Where a ``CredentialStore`` keeps its revocation outbox: revocations that failed, sealed like
+/// tokens, waiting to be tried again. Never a source of credentials.
+///
+/// Backends usually implement it beside ``CredentialStorage`` on the same database; the shipped
+/// contract suite (`LatchkeyStorageTesting`) checks both.
+public protocol OutboxStorage: Sendable {
+    /// Adds an entry, in one atomic step with a check that the outbox holds fewer than `limit`
+    /// entries; throws ``StorageError/Code/outboxFull`` otherwise. Writing an entry that is
+    /// already there replaces it and is not growth.
     func enqueue(_ entry: OutboxEntry, limit: Int) async throws(StorageError)
 
-    /// Every outbox entry that can be read, the earliest due first (damaged ones are listed by
-    /// ``damagedRecords()``).
+    /// Every entry that can be read, the earliest due first (damaged ones are listed by
+    /// ``damagedOutboxEntries()``).
     func outboxEntries() async throws(StorageError) -> [OutboxEntry]
 
-    /// Replaces an outbox entry (after a failed attempt); absent entries are ignored.
+    /// Replaces an entry (after a failed attempt); absent entries are ignored.
     func updateOutboxEntry(_ entry: OutboxEntry) async throws(StorageError)
 
-    /// Removes an outbox entry (revoked, or its token expired).
+    /// Removes an entry (revoked, expired, or dropped on purpose; a damaged one too).
     func removeOutboxEntry(_ id: UUID) async throws(StorageError)
+
+    /// The entries that cannot be read, by id; they stay as they are.
+    func damagedOutboxEntries() async throws(StorageError) -> [DamagedRecord]
 }
 
 /// What a deletion did.

@@ -2,7 +2,7 @@ public import Foundation
 
 /// Credential storage that lives in memory only: for tests and for programs that must not
 /// write secrets to disk. Everything is lost when the value is released.
-public actor InMemoryCredentialStorage: CredentialStorage {
+public actor InMemoryCredentialStorage: CredentialStorage, OutboxStorage {
     private var credentials: [CredentialID: StoredCredential] = [:]
     /// Insertion order, so `all()` lists oldest first as every backend does.
     private var order: [CredentialID] = []
@@ -83,6 +83,9 @@ public actor InMemoryCredentialStorage: CredentialStorage {
 
     /// Memory holds no damaged records.
     public func damagedRecords() throws(StorageError) -> [DamagedRecord] { [] }
+
+    /// Memory holds no damaged entries.
+    public func damagedOutboxEntries() throws(StorageError) -> [DamagedRecord] { [] }
 
     public func enqueue(_ entry: OutboxEntry, limit: Int) throws(StorageError) {
         guard outbox[entry.id] != nil || outbox.count < limit else { throw .outboxFull(limit: limit) }

@@ -2,7 +2,7 @@ import Foundation
 import Latchkey
 
 /// In-memory storage whose outbox cannot be written, as on a full disk.
-struct FailingOutboxStorage: CredentialStorage {
+struct FailingOutboxStorage: CredentialStorage, OutboxStorage {
     let inner = InMemoryCredentialStorage()
 
     func all() async throws(StorageError) -> [StoredCredential] { try await inner.all() }
@@ -25,6 +25,7 @@ struct FailingOutboxStorage: CredentialStorage {
         try await inner.withRefreshLease(for: id, duration: duration, body)
     }
     func damagedRecords() async throws(StorageError) -> [DamagedRecord] { [] }
+    func damagedOutboxEntries() async throws(StorageError) -> [DamagedRecord] { [] }
     func enqueue(_ entry: OutboxEntry, limit: Int) async throws(StorageError) {
         throw StorageError(.databaseFailure, reason: "database or disk is full", retryable: true)
     }

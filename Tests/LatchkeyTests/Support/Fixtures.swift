@@ -72,7 +72,7 @@ enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
     var testDescription: String { rawValue }
 
     /// New, empty storage of this kind, and the folder to clean up afterwards.
-    func makeStorage() throws -> (any CredentialStorage, TemporaryFolder?) {
+    func makeStorage() throws -> (any CredentialStorage & OutboxStorage, TemporaryFolder?) {
         switch self {
         case .memory:
             return (InMemoryCredentialStorage(), nil)

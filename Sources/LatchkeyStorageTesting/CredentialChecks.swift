@@ -1,0 +1,192 @@
+import Foundation
+import Latchkey
+import Testing
+
+/// The checks of `CredentialStorage`.
+enum CredentialChecks {
+    typealias Storage = any CredentialStorage & OutboxStorage
+
+    static func insertAndRead(_ storage: Storage) async throws {
+        #expect(try await storage.all().isEmpty)
+        let alice = ContractFixtures.credential("alice", created: 0)
+        let bob = ContractFixtures.credential("bob", created: 1)
+        try await storage.insert(alice)
+        try await storage.insert(bob)
+        #expect(try await storage.credential(for: alice.id) == alice)
+        #expect(try await storage.credential(for: CredentialID()) == nil)
+        #expect(try await storage.all().map(\.id) == [alice.id, bob.id])
+        #expect(try await storage.damagedRecords().isEmpty)
+    }
+
+    static func duplicate(_ storage: Storage) async throws {
+        let alice = ContractFixtures.credential("alice")
+        try await storage.insert(alice)
+        let mallory = ContractFixtures.credential("mallory")
+        let copy = StoredCredential(
+            id: alice.id, token: mallory.token, metadata: mallory.metadata, createdAt: mallory.createdAt,
+            updatedAt: mallory.updatedAt)
+        let error = await #expect(throws: StorageError.self) { try await storage.insert(copy) }
+        #expect(error?.code == .duplicateCredential)
+        #expect(try await storage.credential(for: alice.id) == alice)
+    }
+
+    static func update(_ storage: Storage) async throws {
+        var alice = ContractFixtures.credential("alice")
+        try await storage.insert(alice)
+        #expect(try await storage.credential(for: alice.id)?.version == 1)
+        alice.token.accessToken = "SECRET-NEW"
+        alice.metadata.tags = ["role": "admin"]
+        try await storage.update(alice)
+        alice.version = 2
+        #expect(try await storage.credential(for: alice.id) == alice)
+        let error = await #expect(throws: StorageError.self) {
+            try await storage.update(ContractFixtures.credential("ghost"))
+        }
+        #expect(error?.code == .credentialNotFound)
+        #expect(try await storage.all().count == 1)
+    }
+
+    static func staleWrite(_ storage: Storage) async throws {
+        let alice = ContractFixtures.credential("alice")
+        try await storage.insert(alice)
+        // Two writers read version 1; the first one wins.
+        var first = try #require(try await storage.credential(for: alice.id))
+        var second = first
+        first.token.refreshToken = "SECRET-ROTATED"
+        try await storage.update(first)
+        second.metadata.tags = ["role": "admin"]
+        let error = await #expect(throws: StorageError.self) { try await storage.update(second) }
+        #expect(error?.code == .versionConflict)
+        #expect(error?.isRetryable == true)
+        let stored = try #require(try await storage.credential(for: alice.id))
+        #expect(stored.token.refreshToken == "SECRET-ROTATED")
+        #expect(stored.metadata.tags == alice.metadata.tags)
+        #expect(stored.version == 2)
+    }
+
+    static func indexedQueries(_ storage: Storage) async throws {
+        let alice = ContractFixtures.credential("alice")
+        let bob = ContractFixtures.credential("bob", created: 1)
+        try await storage.insert(alice)
+        try await storage.insert(bob)
+        #expect(try await storage.credentials(matching: .subject("sub-bob")).map(\.id) == [bob.id])
+        #expect(try await storage.credentials(matching: .username("alice")).map(\.id) == [alice.id])
+        #expect(try await storage.credentials(matching: .email("bob@example.com")).map(\.id) == [bob.id])
+        #expect(try await storage.credentials(matching: .email("BOB@example.com")).isEmpty)
+        #expect(try await storage.credentials(matching: .issuer(ContractFixtures.provider.issuer)).count == 2)
+        #expect(try await storage.credentials(matching: .username("carol")).isEmpty)
+    }
+
+    static func deleteAndDefault(_ storage: Storage) async throws {
+        let alice = ContractFixtures.credential("alice")
+        let bob = ContractFixtures.credential("bob", created: 1)
+        try await storage.insert(alice)
+        try await storage.insert(bob)
+        try await storage.setDefaultCredentialID(alice.id)
+        #expect(try await storage.delete(bob.id) == StorageDeletion(deleted: true, clearedDefault: false))
+        #expect(try await storage.defaultCredentialID() == alice.id)
+        #expect(try await storage.delete(alice.id) == StorageDeletion(deleted: true, clearedDefault: true))
+        #expect(try await storage.defaultCredentialID() == nil)
+        #expect(try await storage.delete(alice.id) == StorageDeletion(deleted: false, clearedDefault: false))
+    }
+
+    static func defaultAssignment(_ storage: Storage) async throws {
+        let alice = ContractFixtures.credential("alice")
+        try await storage.insert(alice)
+        try await storage.setDefaultCredentialID(alice.id)
+        try await storage.setDefaultCredentialID(nil)
+        #expect(try await storage.defaultCredentialID() == nil)
+        #expect(try await storage.all().count == 1)
+        let error = await #expect(throws: StorageError.self) {
+            try await storage.setDefaultCredentialID(CredentialID())
+        }
+        #expect(error?.code == .credentialNotFound)
+        #expect(try await storage.defaultCredentialID() == nil)
+    }
+
+    static func refreshLease(_ storage: Storage) async throws {
+        let alice = ContractFixtures.credential("alice")
+        let bob = ContractFixtures.credential("bob", created: 1)
+        try await storage.insert(alice)
+        try await storage.insert(bob)
+        let tracker = LeaseTracker()
+        try await withThrowingTaskGroup { group in
+            for index in 0..<12 {
+                let id = index.isMultiple(of: 2) ? alice.id : bob.id
+                group.addTask {
+                    try await storage.withRefreshLease(for: id, duration: .seconds(30)) {
+                        await tracker.enter(id)
+                        try? await Task.sleep(for: .milliseconds(15))
+                        await tracker.leave(id)
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        // Never two holders of one credential's lease at once; the two credentials' leases are
+        // independent, so both were held at the same time at some point.
+        #expect(await tracker.peakPerCredential == 1)
+        #expect(await tracker.peakOverall == 2)
+        #expect(await tracker.entries == 12)
+        // A released lease can be taken again at once.
+        #expect(try await storage.withRefreshLease(for: alice.id, duration: .seconds(30)) { "free" } == "free")
+    }
+}
+
+/// Counts who is inside a lease at the same time.
+actor LeaseTracker {
+    private var inside: [CredentialID: Int] = [:]
+    private(set) var peakPerCredential = 0
+    private(set) var peakOverall = 0
+    private(set) var entries = 0
+
+    func enter(_ id: CredentialID) {
+        inside[id, default: 0] += 1
+        entries += 1
+        peakPerCredential = max(peakPerCredential, inside[id, default: 0])
+        peakOverall = max(peakOverall, inside.values.filter { $0 > 0 }.count)
+    }
+
+    func leave(_ id: CredentialID) { inside[id, default: 0] -= 1 }
+}
+
+/// The checks of `OutboxStorage`.
+enum OutboxChecks {
+    typealias Storage = any CredentialStorage & OutboxStorage
+
+    static func entries(_ storage: Storage) async throws {
+        let late = ContractFixtures.entry("SECRET-LATE", due: 60)
+        let early = ContractFixtures.entry("SECRET-EARLY", due: 30)
+        try await storage.enqueue(late, limit: 10)
+        try await storage.enqueue(early, limit: 10)
+        #expect(try await storage.outboxEntries() == [early, late])
+        var retried = early
+        retried.attempts = 2
+        retried.nextAttemptAt = Date(timeIntervalSince1970: 1_800_000_000 + 120)
+        try await storage.updateOutboxEntry(retried)
+        #expect(try await storage.outboxEntries() == [late, retried])
+        try await storage.removeOutboxEntry(late.id)
+        #expect(try await storage.outboxEntries() == [retried])
+        // Outbox entries are never credentials.
+        #expect(try await storage.all().isEmpty)
+        #expect(try await storage.damagedOutboxEntries().isEmpty)
+    }
+
+    static func limit(_ storage: Storage) async throws {
+        var first = ContractFixtures.entry("SECRET-1")
+        try await storage.enqueue(first, limit: 2)
+        try await storage.enqueue(ContractFixtures.entry("SECRET-2"), limit: 2)
+        let error = await #expect(throws: StorageError.self) {
+            try await storage.enqueue(ContractFixtures.entry("SECRET-3"), limit: 2)
+        }
+        #expect(error?.code == .outboxFull)
+        #expect(try await storage.outboxEntries().count == 2)
+        // Writing an entry that is already there is not growth.
+        first.failedPermanently = true
+        first.lastError = "invalid_client"
+        try await storage.enqueue(first, limit: 2)
+        let stored = try #require(try await storage.outboxEntries().first { $0.id == first.id })
+        #expect(stored.failedPermanently)
+        #expect(stored == first)
+    }
+}

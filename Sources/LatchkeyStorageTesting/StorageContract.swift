@@ -1,0 +1,88 @@
+import Foundation
+public import Latchkey
+public import Testing
+
+/// The contract every storage backend keeps — Latchkey's own and yours — as checks to run from
+/// your tests with Swift Testing:
+///
+/// ```swift
+/// import LatchkeyStorageTesting
+/// import Testing
+///
+/// @Test(arguments: StorageContract.checks)
+/// func contract(_ check: StorageContract.Check) async throws {
+///     try await check.run { MyStorage(freshDatabase: ...) }   // a new, empty storage each time
+/// }
+/// ```
+///
+/// A check that fails records its issues in the running test. The storage the factory returns
+/// must be empty, and must implement both protocols (most backends keep credentials and the
+/// outbox in one database); ``credentialChecks`` and ``outboxChecks`` run either half alone.
+public enum StorageContract {
+    /// A new, empty storage of the backend under test.
+    public typealias Factory = @Sendable () async throws -> any CredentialStorage & OutboxStorage
+
+    /// One check of the contract.
+    public struct Check: Sendable, CustomTestStringConvertible {
+        /// What it checks.
+        public let name: String
+        let body: @Sendable (any CredentialStorage & OutboxStorage) async throws -> Void
+
+        /// Runs the check against a new storage from `make`.
+        public func run(_ make: Factory) async throws {
+            try await body(try await make())
+        }
+
+        public var testDescription: String { name }
+    }
+
+    /// Every check.
+    public static var checks: [Check] { credentialChecks + outboxChecks }
+
+    /// The checks of ``CredentialStorage``.
+    public static let credentialChecks: [Check] = [
+        Check(name: "inserts, reads back, lists oldest first", body: CredentialChecks.insertAndRead),
+        Check(name: "rejects a duplicate identifier and keeps the first", body: CredentialChecks.duplicate),
+        Check(
+            name: "updates in place and raises the version; a missing credential fails", body: CredentialChecks.update),
+        Check(name: "a write from a stale read is refused and changes nothing", body: CredentialChecks.staleWrite),
+        Check(name: "finds by subject, username, email and issuer", body: CredentialChecks.indexedQueries),
+        Check(
+            name: "deleting the default clears it; deleting another keeps it", body: CredentialChecks.deleteAndDefault),
+        Check(name: "setting the default, even to nil, removes nothing", body: CredentialChecks.defaultAssignment),
+        Check(
+            name: "the refresh lease admits one holder at a time, per credential", body: CredentialChecks.refreshLease),
+    ]
+
+    /// The checks of ``OutboxStorage``.
+    public static let outboxChecks: [Check] = [
+        Check(
+            name: "the outbox keeps entries, earliest due first, updates and removes them", body: OutboxChecks.entries),
+        Check(name: "the outbox holds at most its limit; a permanent failure is kept", body: OutboxChecks.limit),
+    ]
+}
+
+/// Test values with distinctive secrets.
+enum ContractFixtures {
+    static let provider = ProviderIdentity(issuer: "https://issuer.example", clientID: "latchkey-contract")
+
+    static func credential(_ user: String, created: TimeInterval = 0) -> StoredCredential {
+        let date = Date(timeIntervalSince1970: 1_800_000_000 + created)
+        let token = Token(
+            accessToken: "SECRET-ACCESS-\(user)-\(UUID().uuidString)",
+            refreshToken: "SECRET-REFRESH-\(user)-\(UUID().uuidString)", issuedAt: date,
+            expiresAt: date.addingTimeInterval(3_600), provider: provider)
+        var metadata = CredentialMetadata(token: token, tags: ["t": user])
+        metadata.subject = "sub-\(user)"
+        metadata.preferredUsername = user
+        metadata.email = "\(user)@example.com"
+        return StoredCredential(id: CredentialID(), token: token, metadata: metadata, createdAt: date, updatedAt: date)
+    }
+
+    static func entry(_ token: String, due: TimeInterval = 0) -> OutboxEntry {
+        OutboxEntry(
+            provider: provider, kind: .refreshToken, token: token, account: "alice", tokenExpiresAt: nil,
+            createdAt: Date(timeIntervalSince1970: 1_800_000_000), attempts: 1,
+            nextAttemptAt: Date(timeIntervalSince1970: 1_800_000_000 + due), lastError: "offline")
+    }
+}
