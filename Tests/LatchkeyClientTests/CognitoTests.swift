@@ -79,7 +79,7 @@ struct CognitoTests {
         let wrong = await #expect(throws: ProviderError.self) {
             _ = try await provider.passwordToken(username: "alice", password: "nope")
         }
-        #expect(wrong?.oauthError == "NotAuthorizedException")
+        #expect((wrong?.underlying as? CognitoError)?.kind == .notAuthorized)
     }
 
     @Test(

@@ -106,25 +106,29 @@ public struct IDTokenVerifier: Sendable {
         keys: @Sendable (_ refetch: Bool) async throws -> JWKS
     ) async throws(IDTokenError) -> IDTokenClaims {
         guard token.utf8.count <= Self.maximumLength else { throw IDTokenError(.tooLarge) }
-        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let header = Self.json(parts[0]), let payload = Self.json(parts[1]) else {
+        // jwt-kit's parser: the header and a typed payload, nothing checked yet.
+        let parsed: (header: JWTHeader, payload: IDTokenPayload, signature: Data)
+        do {
+            parsed = try DefaultJWTParser().parse(Array(token.utf8), as: IDTokenPayload.self)
+        } catch {
             throw IDTokenError(.malformed)
         }
-        guard let algorithm = header["alg"]?.stringValue, algorithms.contains(algorithm) else {
+        guard let algorithm = parsed.header.alg, algorithms.contains(algorithm) else {
             throw IDTokenError(.algorithmNotAllowed)
         }
-        var jwk = try await key(for: header["kid"]?.stringValue, algorithm: algorithm, keys: keys)
+        var jwk = try await key(for: parsed.header.kid, algorithm: algorithm, keys: keys)
         guard let expected = JWK.Algorithm(rawValue: algorithm), jwk.algorithm == nil || jwk.algorithm == expected
         else { throw IDTokenError(.algorithmNotAllowed) }
         jwk.algorithm = expected
         do {
             let collection = try await JWTKeyCollection().add(jwk: jwk, isDefault: true)
-            _ = try await collection.verify(token, as: SignatureOnly.self)
+            _ = try await collection.verify(token, as: IDTokenPayload.self)
         } catch {
             throw IDTokenError(.invalidSignature)
         }
-        try check(payload, algorithm: algorithm, nonce: nonce, accessToken: accessToken, subject: subject, now: now)
-        return IDTokenClaims(all: payload)
+        try check(
+            parsed.payload, algorithm: algorithm, nonce: nonce, accessToken: accessToken, subject: subject, now: now)
+        return IDTokenClaims(all: parsed.payload.all)
     }
 
     private func key(for kid: String?, algorithm: String, keys: @Sendable (Bool) async throws -> JWKS)
@@ -145,33 +149,27 @@ public struct IDTokenVerifier: Sendable {
     }
 
     private func check(
-        _ claims: [String: JSONValue], algorithm: String, nonce: String?, accessToken: String?, subject: String?,
+        _ payload: IDTokenPayload, algorithm: String, nonce: String?, accessToken: String?, subject: String?,
         now: Date
     ) throws(IDTokenError) {
-        guard claims["iss"]?.stringValue == issuer else { throw IDTokenError(.issuerMismatch) }
-        let audience: [String]
-        switch claims["aud"] {
-        case .string(let value): audience = [value]
-        case .array(let values): audience = values.compactMap(\.stringValue)
-        default: audience = []
-        }
+        let claims = payload.all
+        guard payload.issuer?.value == issuer else { throw IDTokenError(.issuerMismatch) }
+        let audience = payload.audience?.value ?? []
         guard audience.contains(clientID) else { throw IDTokenError(.audienceMismatch) }
         let azp = claims["azp"]?.stringValue
         if audience.count > 1, azp == nil { throw IDTokenError(.authorizedPartyMismatch) }
         if let azp, azp != clientID { throw IDTokenError(.authorizedPartyMismatch) }
-        guard let exp = claims["exp"]?.doubleValue, now.timeIntervalSince1970 < exp + leeway else {
+        guard let expiration = payload.expiration?.value, now < expiration.addingTimeInterval(leeway) else {
             throw IDTokenError(.expired)
         }
-        guard let iat = claims["iat"]?.doubleValue, iat <= now.timeIntervalSince1970 + leeway else {
+        guard let issuedAt = payload.issuedAt?.value, issuedAt <= now.addingTimeInterval(leeway) else {
             throw IDTokenError(.issuedInFuture)
         }
-        if let nbf = claims["nbf"] {
-            guard let notBefore = nbf.doubleValue, notBefore <= now.timeIntervalSince1970 + leeway else {
-                throw IDTokenError(.notYetValid)
-            }
+        if let notBefore = payload.notBefore?.value, notBefore > now.addingTimeInterval(leeway) {
+            throw IDTokenError(.notYetValid)
         }
         if let nonce, claims["nonce"]?.stringValue != nonce { throw IDTokenError(.nonceMismatch) }
-        if let subject, claims["sub"]?.stringValue != subject { throw IDTokenError(.subjectMismatch) }
+        if let subject, payload.subject?.value != subject { throw IDTokenError(.subjectMismatch) }
         if let accessToken, let atHash = claims["at_hash"]?.stringValue {
             guard Self.leftHalfHash(of: accessToken, algorithm: algorithm) == atHash else {
                 throw IDTokenError(.accessTokenHashMismatch)
@@ -189,21 +187,6 @@ public struct IDTokenVerifier: Sendable {
         case "512": digest = Data(SHA512.hash(data: data))
         default: digest = Data(SHA256.hash(data: data))
         }
-        return digest.prefix(digest.count / 2).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+        return Base64URL.encode(digest.prefix(digest.count / 2))
     }
-
-    private static func json(_ segment: Substring) -> [String: JSONValue]? {
-        guard let data = UnverifiedClaims.base64URLDecode(segment) else { return nil }
-        return try? JSONDecoder().decode([String: JSONValue].self, from: data)
-    }
-}
-
-/// A payload type that accepts any claims: jwt-kit checks only the signature here, the
-/// verifier checks the claims itself with its own clock.
-private struct SignatureOnly: JWTPayload {
-    init(from decoder: any Decoder) throws {}
-    func encode(to encoder: any Encoder) throws {}
-    func verify(using algorithm: some JWTAlgorithm) async throws {}
 }

@@ -59,6 +59,11 @@ public struct ProviderError: Error, Sendable, CustomStringConvertible {
     public var reason: String
     /// The error that caused this one.
     public var underlying: (any Error & Sendable)?
+    /// Set by a provider whose own protocol says whether a retry can help (Cognito's throttling
+    /// answers 400); otherwise the status and the OAuth error decide.
+    var retryableByProvider: Bool?
+    /// Set by a provider whose own protocol says the token sent was not valid.
+    var tokenRejectedByProvider = false
 
     /// Creates an error.
     public init(
@@ -80,6 +85,7 @@ public struct ProviderError: Error, Sendable, CustomStringConvertible {
     /// provider's `temporarily_unavailable` / `server_error`, or a storage failure that is itself
     /// retryable (``StorageError/isRetryable``). Everything else is final.
     public var isRetryable: Bool {
+        if let retryableByProvider { return retryableByProvider }
         switch code {
         case .transport, .timedOut: return true
         case .oauth, .httpStatus:
@@ -96,7 +102,7 @@ public struct ProviderError: Error, Sendable, CustomStringConvertible {
 
     /// Whether the provider rejected the access token sent (expired or revoked): a refresh may help.
     public var rejectedAccessToken: Bool {
-        status == 401 || oauthError == .invalidToken || oauthError == "NotAuthorizedException"
+        status == 401 || oauthError == .invalidToken || tokenRejectedByProvider
     }
 
     /// Whether the account must sign in again (its refresh token was rejected).
@@ -111,6 +117,7 @@ public struct ProviderError: Error, Sendable, CustomStringConvertible {
         if let underlying = underlying as? IDTokenError { parts.append("cause: \(underlying)") }
         if let underlying = underlying as? TransportError { parts.append("cause: \(underlying)") }
         if let underlying = underlying as? StorageError { parts.append("cause: \(underlying)") }
+        if let underlying = underlying as? CognitoError { parts.append("cause: \(underlying)") }
         return parts.joined(separator: "; ")
     }
 

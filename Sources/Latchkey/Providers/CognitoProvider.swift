@@ -56,8 +56,9 @@ public actor CognitoProvider: IdentityProvider {
     public nonisolated let identity: ProviderIdentity
     let transport: any HTTPTransport
     let logger: Logger
+    let wire: ProviderWire
     let now: @Sendable () -> Date
-    private var keySet: JWKSCache<ContinuousClock>?
+    private var idTokenChecks: IDTokenChecks?
 
     /// Creates a provider.
     public init(
@@ -68,6 +69,7 @@ public actor CognitoProvider: IdentityProvider {
         self.identity = ProviderIdentity(issuer: configuration.issuer, clientID: configuration.clientID)
         self.transport = transport
         self.logger = logger ?? .disabled("latchkey.cognito")
+        self.wire = ProviderWire(transport: transport, options: configuration.requestOptions, logger: self.logger)
         self.now = now
     }
 
@@ -83,19 +85,9 @@ public actor CognitoProvider: IdentityProvider {
         username: String, password: String, into store: CredentialStore, tags: [String: String] = [:],
         makeDefault: Bool = false
     ) async throws(ProviderError) -> Credential {
-        let token = try await passwordToken(username: username, password: password)
-        await store.register(self)
-        do {
-            let stored = try await store.add(token, tags: tags, makeDefault: makeDefault)
-            return await credential(stored.id, in: store)
-        } catch {
-            throw .storage(error)
-        }
-    }
-
-    /// The live handle of a stored credential; shared, so concurrent callers share one refresh.
-    public func credential(_ id: CredentialID, in store: CredentialStore) async -> Credential {
-        await store.credential(id, provider: self, clock: now)
+        try await self.store(
+            try await passwordToken(username: username, password: password), in: store, tags: tags,
+            makeDefault: makeDefault)
     }
 
     /// The tokens of a `USER_PASSWORD_AUTH` sign-in, not stored.
@@ -112,7 +104,7 @@ public actor CognitoProvider: IdentityProvider {
     /// Fetches the pool's JWKS before a refresh, so a new ID token can be verified once the
     /// answer is stored.
     public func prepareRefresh(of token: Token) async throws(ProviderError) {
-        _ = try await jwks(refetch: false)
+        _ = try await idTokens.keys.keys()
     }
 
     public func exchangeRefreshToken(of token: Token) async throws(ProviderError) -> Token {
@@ -128,10 +120,10 @@ public actor CognitoProvider: IdentityProvider {
                 ], secrets: [refreshToken])
             return try await self.token(from: answer, previous: token, verifyingIDToken: false)
         } catch {
-            if error.oauthError == "NotAuthorizedException" {
+            if let cognito = error.underlying as? CognitoError, cognito.kind == .notAuthorized {
                 throw ProviderError(
                     .signInRequired, endpoint: .token, reason: "Cognito rejected the refresh token; sign in again.",
-                    oauthError: error.oauthError, errorDescription: error.errorDescription, status: error.status)
+                    errorDescription: error.errorDescription, status: error.status, underlying: cognito)
             }
             throw error
         }
@@ -139,8 +131,10 @@ public actor CognitoProvider: IdentityProvider {
 
     public func verifyRefreshedIDToken(of refreshed: Token, previous: Token) async throws(ProviderError) {
         guard let idToken = refreshed.idToken, let accessToken = refreshed.accessToken else { return }
-        let subject = previous.idToken.flatMap(UnverifiedClaims.read)?["sub"]?.stringValue
-        try await verifyIDToken(idToken, accessToken: accessToken, subject: subject)
+        _ = try await idTokens.verify(
+            idToken, issuer: configuration.issuer, accessToken: accessToken,
+            subject: IDTokenChecks.subject(of: previous),
+            now: now())
     }
 
     private func token(from answer: [String: JSONValue], previous: Token?, verifyingIDToken: Bool = true)
@@ -157,8 +151,9 @@ public actor CognitoProvider: IdentityProvider {
         }
         let idToken = result["IdToken"]?.stringValue
         if verifyingIDToken, let idToken {
-            let previousSubject = previous?.idToken.flatMap(UnverifiedClaims.read)?["sub"]?.stringValue
-            try await verifyIDToken(idToken, accessToken: accessToken, subject: previousSubject)
+            _ = try await idTokens.verify(
+                idToken, issuer: configuration.issuer, accessToken: accessToken,
+                subject: IDTokenChecks.subject(of: previous), now: now())
         }
         let issued = now()
         return Token(
@@ -170,28 +165,18 @@ public actor CognitoProvider: IdentityProvider {
             }, provider: identity)
     }
 
-    private func verifyIDToken(_ idToken: String, accessToken: String, subject: String?) async throws(ProviderError) {
-        let verifier = IDTokenVerifier(
-            issuer: configuration.issuer, clientID: configuration.clientID, leeway: configuration.leeway)
-        // Fetched first, so an unreachable JWKS is a (retryable) network failure, not a rejection.
-        _ = try await jwks(refetch: false)
-        do {
-            _ = try await verifier.verify(
-                idToken, accessToken: accessToken, subject: subject, now: now(),
-                keys: { refetch in try await self.jwks(refetch: refetch) })
-        } catch {
-            throw ProviderError(
-                .idTokenRejected, endpoint: .token, reason: "The ID token was rejected.", underlying: error)
-        }
-    }
-
-    private func jwks(refetch: Bool) async throws(ProviderError) -> JWKS {
-        if let keySet { return try await keySet.keys(refetch: refetch) }
-        let cache = JWKSCache(clock: ContinuousClock()) { () async throws(ProviderError) -> JWKS in
-            try await self.fetchJWKS()
-        }
-        keySet = cache
-        return try await cache.keys(refetch: refetch)
+    /// The ID-token checks, with the pool's key set (fetched once for many callers).
+    private var idTokens: IDTokenChecks {
+        if let idTokenChecks { return idTokenChecks }
+        let checks = IDTokenChecks(
+            clientID: configuration.clientID, algorithms: IDTokenVerifier.defaultAlgorithms,
+            leeway: configuration.leeway,
+            keys: JWKSCache(clock: ContinuousClock()) { () async throws(ProviderError) -> JWKS in
+                try await self.fetchJWKS()
+            },
+            logger: logger)
+        idTokenChecks = checks
+        return checks
     }
 
     private func fetchJWKS() async throws(ProviderError) -> JWKS {
@@ -201,18 +186,15 @@ public actor CognitoProvider: IdentityProvider {
         let text =
             base.map { "\($0)\(configuration.userPoolID)/.well-known/jwks.json" }
             ?? "\(configuration.issuer)/.well-known/jwks.json"
-        guard let url = URL(string: text), EndpointSecurity.isAcceptable(url) else {
-            throw ProviderError(.insecureEndpoint, endpoint: .jwks, reason: "The JWKS URL is not https.")
+        guard let url = URL(string: text) else {
+            throw ProviderError(.insecureEndpoint, endpoint: .jwks, reason: "The JWKS URL is not valid.")
         }
-        let answer: HTTPTransportResponse
-        do {
-            answer = try await transport.send(
-                HTTPRequest(method: .get, url: url), body: nil, options: configuration.requestOptions)
-        } catch {
-            throw ProviderError.transport(error, endpoint: .jwks)
+        let answer = try await wire.exchange(.jwks, HTTPRequest(method: .get, url: url), body: nil) { answer in
+            ProviderError(
+                .httpStatus, endpoint: .jwks, reason: "The pool's JWKS could not be fetched.",
+                status: answer.response.status.code, retryAfter: ProviderWire.retryAfter(answer))
         }
-        guard answer.response.status.code == 200, let set = try? JSONDecoder().decode(JWKS.self, from: answer.body)
-        else {
+        guard let set = try? JSONDecoder().decode(JWKS.self, from: answer.body) else {
             throw ProviderError(.invalidResponse, endpoint: .jwks, reason: "The pool's JWKS could not be read.")
         }
         return set
@@ -256,7 +238,7 @@ public actor CognitoProvider: IdentityProvider {
             let claims = try await userInfo(accessToken: value)
             return Introspection(active: true, fields: claims)
         } catch {
-            if error.oauthError == "NotAuthorizedException" { return Introspection(active: false) }
+            if (error.underlying as? CognitoError)?.kind == .notAuthorized { return Introspection(active: false) }
             throw error
         }
     }
@@ -283,12 +265,13 @@ public actor CognitoProvider: IdentityProvider {
 
     // MARK: Wire
 
-    /// Calls a Cognito operation: `POST /` with `X-Amz-Target` and an AWS JSON 1.1 body.
+    /// Calls a Cognito operation: `POST /` with `X-Amz-Target` and an AWS JSON 1.1 body. A refusal
+    /// becomes a ``ProviderError`` whose underlying ``CognitoError`` names Cognito's error type.
     func call(
         _ operation: String, _ body: [String: JSONValue], secrets: [String], endpoint kind: EndpointKind = .token
     ) async throws(ProviderError) -> [String: JSONValue] {
-        guard let url = configuration.apiURL, EndpointSecurity.isAcceptable(url) else {
-            throw ProviderError(.insecureEndpoint, endpoint: kind, reason: "The Cognito endpoint is not https.")
+        guard let url = configuration.apiURL else {
+            throw ProviderError(.insecureEndpoint, endpoint: kind, reason: "The Cognito endpoint is not valid.")
         }
         var request = HTTPRequest(method: .post, url: url)
         if let type = HTTPField.Name("Content-Type") { request.headerFields[type] = "application/x-amz-json-1.1" }
@@ -301,33 +284,33 @@ public actor CognitoProvider: IdentityProvider {
         } catch {
             throw ProviderError(.invalidResponse, endpoint: kind, reason: "The request could not be encoded.")
         }
-        logger.trace("calling Cognito", metadata: ["operation": "\(operation)", "host": "\(url.host ?? "")"])
-        let answer: HTTPTransportResponse
-        do {
-            answer = try await transport.send(request, body: data, options: configuration.requestOptions)
-        } catch {
-            let failure = ProviderError.transport(error, endpoint: kind)
-            logger.debug("Cognito call failed", metadata: ["operation": "\(operation)", "error": "\(failure)"])
-            throw failure
+        let answer = try await wire.exchange(kind, request, body: data) { answer in
+            Self.refusal(operation, kind, answer, secrets: secrets)
         }
-        let status = answer.response.status.code
-        logger.debug("Cognito answered", metadata: ["operation": "\(operation)", "status": "\(status)"])
-        let fields = (try? JSONDecoder().decode([String: JSONValue].self, from: answer.body)) ?? [:]
-        guard (200..<300).contains(status) else {
-            // `__type` may carry a namespace ("com.amazonaws...#NotAuthorizedException").
-            let type = fields["__type"]?.stringValue.map { String($0.split(separator: "#").last ?? Substring($0)) }
-            var message = (fields["message"] ?? fields["Message"])?.stringValue
-            for secret in secrets where !secret.isEmpty {
-                message = message?.replacingOccurrences(of: secret, with: "<redacted>")
-            }
-            let retryAfter = answer.response.headerFields[.retryAfter].flatMap(OpenIDProvider.retryAfter)
-            let throttled = type == "TooManyRequestsException" || type == "InternalErrorException"
-            throw ProviderError(
-                type == nil ? .httpStatus : .oauth, endpoint: kind, reason: "Cognito refused \(operation).",
-                oauthError: type.map(OAuthErrorCode.init(rawValue:)),
-                errorDescription: message.map { String($0.prefix(300)) },
-                status: throttled ? max(status, 500) : status, retryAfter: retryAfter)
+        return ProviderWire.object(answer.body) ?? [:]
+    }
+
+    /// Cognito's refusal: its `__type` (which may carry a namespace,
+    /// `com.amazonaws…#NotAuthorizedException`) and message, as a ``CognitoError``.
+    static func refusal(_ operation: String, _ kind: EndpointKind, _ answer: HTTPTransportResponse, secrets: [String])
+        -> ProviderError
+    {
+        let fields = ProviderWire.object(answer.body) ?? [:]
+        let message = ProviderWire.redact(
+            (fields["message"] ?? fields["Message"])?.stringValue, removing: secrets, limit: 300)
+        let type = fields["__type"]?.stringValue.map { String($0.split(separator: "#").last ?? Substring($0)) }
+        var error = ProviderError(
+            .httpStatus, endpoint: kind, reason: "Cognito refused \(operation).", errorDescription: message,
+            status: answer.response.status.code, retryAfter: ProviderWire.retryAfter(answer),
+            underlying: type.map {
+                CognitoError(kind: CognitoError.Kind(rawValue: $0), message: message, operation: operation)
+            })
+        if let cognito = error.underlying as? CognitoError {
+            // Cognito throttles and fails with 400: its type says whether to try again.
+            error.retryableByProvider = cognito.kind.isTransient
+            // A refused access token on GetUser, GlobalSignOut and the like.
+            error.tokenRejectedByProvider = cognito.kind == .notAuthorized && kind != .token
         }
-        return fields
+        return error
     }
 }

@@ -79,6 +79,38 @@ extension IdentityProvider {
     public var revocableKinds: Set<TokenKind> { [.accessToken, .refreshToken, .deviceSecret] }
 
     public func supportsGlobalSignOut() async throws(ProviderError) -> Bool { false }
+
+    /// The live handle of a stored credential whose tokens came from this provider. Every call
+    /// for the same credential returns the same handle while one is in use, so concurrent
+    /// callers share one refresh.
+    public func credential(_ id: CredentialID, in store: CredentialStore) async -> Credential {
+        await store.credential(id, provider: self)
+    }
+
+    /// Stores the tokens of a sign-in and returns their handle: this provider is registered with
+    /// the store (so sign-out and the outbox reach it later), and an account whose token has no
+    /// ID token is named from userinfo.
+    public func store(
+        _ token: Token, in store: CredentialStore, tags: [String: String] = [:], makeDefault: Bool = false
+    ) async throws(ProviderError) -> Credential {
+        let claims = await accountClaims(of: token)
+        await store.register(self)
+        let stored: StoredCredential
+        do {
+            stored = try await store.add(token, accountClaims: claims, tags: tags, makeDefault: makeDefault)
+        } catch {
+            throw .storage(error)
+        }
+        return await credential(stored.id, in: store)
+    }
+
+    /// The account's claims from userinfo when `token` has no ID token (a password grant at
+    /// many providers, or a provider that is OAuth only), so that the account has a name.
+    /// `nil` when the token has an ID token, or userinfo cannot tell: the sign-in goes on.
+    public func accountClaims(of token: Token) async -> [String: JSONValue]? {
+        guard token.idToken == nil, let accessToken = token.accessToken else { return nil }
+        return try? await userInfo(accessToken: accessToken)
+    }
 }
 
 /// An introspection answer (RFC 7662 §2.2).

@@ -19,6 +19,7 @@ public actor OpenIDProvider: IdentityProvider {
     public nonisolated let identity: ProviderIdentity
     let transport: any HTTPTransport
     let logger: Logger
+    let wire: ProviderWire
     let now: @Sendable () -> Date
     let sleep: @Sendable (Duration) async throws -> Void
     private var cachedMetadata: ProviderMetadata?
@@ -27,7 +28,7 @@ public actor OpenIDProvider: IdentityProvider {
     /// for (`nil`), or what it added (empty when there is none).
     private var supplement: [EndpointKind: URL]?
     private var supplementTask: Task<Result<[EndpointKind: URL], ProviderError>, Never>?
-    private var keySet: JWKSCache<ContinuousClock>?
+    private var idTokenChecks: IDTokenChecks?
 
     /// Creates a provider; discovery happens on first use (or pass `metadata` to skip it).
     ///
@@ -47,6 +48,7 @@ public actor OpenIDProvider: IdentityProvider {
         self.transport = transport
         self.cachedMetadata = metadata
         self.logger = logger ?? .disabled("latchkey.provider")
+        self.wire = ProviderWire(transport: transport, options: configuration.requestOptions, logger: self.logger)
         self.now = now
         self.sleep = sleep
     }
@@ -189,18 +191,22 @@ public actor OpenIDProvider: IdentityProvider {
 
     // MARK: JWKS and ID tokens
 
-    private func jwks(refetch: Bool) async throws(ProviderError) -> JWKS {
-        if let keySet { return try await keySet.keys(refetch: refetch) }
-        let cache = JWKSCache(clock: ContinuousClock()) { () async throws(ProviderError) -> JWKS in
-            try await self.fetchJWKS()
-        }
-        keySet = cache
-        return try await cache.keys(refetch: refetch)
+    /// The ID-token checks, with this provider's key set (fetched once for many callers).
+    private var idTokens: IDTokenChecks {
+        if let idTokenChecks { return idTokenChecks }
+        let checks = IDTokenChecks(
+            clientID: configuration.clientID, algorithms: configuration.idTokenAlgorithms,
+            leeway: configuration.leeway,
+            keys: JWKSCache(clock: ContinuousClock()) { () async throws(ProviderError) -> JWKS in
+                try await self.fetchJWKS()
+            },
+            logger: logger)
+        idTokenChecks = checks
+        return checks
     }
 
     private func fetchJWKS() async throws(ProviderError) -> JWKS {
-        let url = try await endpoint(.jwks)
-        let body = try await request(.jwks, url: url, method: .get, form: nil).body
+        let body = try await request(.jwks, url: try await endpoint(.jwks), method: .get, form: nil).body
         do {
             return try JSONDecoder().decode(JWKS.self, from: body)
         } catch {
@@ -212,21 +218,9 @@ public actor OpenIDProvider: IdentityProvider {
     public func verifyIDToken(
         _ idToken: String, nonce: String? = nil, accessToken: String? = nil, subject: String? = nil
     ) async throws(ProviderError) -> IDTokenClaims {
-        let verifier = IDTokenVerifier(
-            issuer: try await metadata().issuer, clientID: configuration.clientID,
-            algorithms: configuration.idTokenAlgorithms, leeway: configuration.leeway)
-        // Fetched first, so an unreachable JWKS is reported as the network failure it is
-        // (retryable), not as a rejected token.
-        _ = try await jwks(refetch: false)
-        do {
-            return try await verifier.verify(
-                idToken, nonce: nonce, accessToken: accessToken, subject: subject, now: now(),
-                keys: { refetch in try await self.jwks(refetch: refetch) })
-        } catch {
-            logger.debug("ID token rejected", metadata: ["reason": "\(error.reason.rawValue)"])
-            throw ProviderError(
-                .idTokenRejected, endpoint: .token, reason: "The ID token was rejected.", underlying: error)
-        }
+        try await idTokens.verify(
+            idToken, issuer: try await metadata().issuer, nonce: nonce, accessToken: accessToken, subject: subject,
+            now: now())
     }
 
     // MARK: Token endpoint
@@ -249,9 +243,8 @@ public actor OpenIDProvider: IdentityProvider {
                 .invalidResponse, endpoint: .token, reason: "The token response is not valid.", underlying: error)
         }
         if verifyingIDToken, let idToken = response.idToken {
-            let previousSubject = previous?.idToken.flatMap(UnverifiedClaims.read)?["sub"]?.stringValue
             _ = try await verifyIDToken(
-                idToken, nonce: nonce, accessToken: response.accessToken, subject: previousSubject)
+                idToken, nonce: nonce, accessToken: response.accessToken, subject: IDTokenChecks.subject(of: previous))
         }
         var token = Token(response: response, issuedAt: now(), provider: identity)
         if let previous {
@@ -287,7 +280,7 @@ public actor OpenIDProvider: IdentityProvider {
     public func prepareRefresh(of token: Token) async throws(ProviderError) {
         _ = try await endpoint(.token)
         if token.idToken != nil || token.scopes?.contains("openid") == true {
-            _ = try await jwks(refetch: false)
+            _ = try await idTokens.keys.keys()
         }
     }
 
@@ -312,8 +305,8 @@ public actor OpenIDProvider: IdentityProvider {
 
     public func verifyRefreshedIDToken(of refreshed: Token, previous: Token) async throws(ProviderError) {
         guard let idToken = refreshed.idToken else { return }
-        let subject = previous.idToken.flatMap(UnverifiedClaims.read)?["sub"]?.stringValue
-        _ = try await verifyIDToken(idToken, accessToken: refreshed.accessToken, subject: subject)
+        _ = try await verifyIDToken(
+            idToken, accessToken: refreshed.accessToken, subject: IDTokenChecks.subject(of: previous))
     }
 
     // MARK: Revocation, introspection, userinfo
@@ -392,26 +385,12 @@ public actor OpenIDProvider: IdentityProvider {
             throw ProviderError(
                 .insecureEndpoint, endpoint: .endSession, reason: "The end-session endpoint is not https.")
         }
-        let answer: HTTPTransportResponse
-        do {
-            answer = try await transport.send(
-                HTTPRequest(method: .get, url: url), body: nil, options: configuration.requestOptions)
-        } catch {
-            throw ProviderError.transport(error, endpoint: .endSession)
-        }
+        let answer = try await wire.send(.endSession, HTTPRequest(method: .get, url: url), body: nil)
         switch answer.response.status.code {
         case 200..<300: return nil
         case 300..<400: return url
         default: throw Self.failure(.endSession, answer, secrets: [idToken].compactMap { $0 })
         }
-    }
-
-    // MARK: Credentials
-
-    /// The live handle of a stored credential. Every call for the same store and id returns the
-    /// same handle, so concurrent callers share one refresh.
-    public func credential(_ id: CredentialID, in store: CredentialStore) async -> Credential {
-        await store.credential(id, provider: self, clock: now)
     }
 
     // MARK: HTTP
@@ -437,11 +416,6 @@ public actor OpenIDProvider: IdentityProvider {
         _ kind: EndpointKind, url: URL, method: HTTPRequest.Method, form: [(String, String)]?,
         authentication: ClientAuthentication? = nil, bearer: String? = nil, secrets: [String] = []
     ) async throws(ProviderError) -> HTTPTransportResponse {
-        guard EndpointSecurity.isAcceptable(url) else {
-            throw ProviderError(
-                .insecureEndpoint, endpoint: kind,
-                reason: "The \(kind) endpoint is not https (plain http is allowed on loopback only); nothing was sent.")
-        }
         var fields = form ?? []
         var headers: [(String, String)] = []
         authentication?.apply(clientID: configuration.clientID, form: &fields, headers: &headers)
@@ -456,67 +430,29 @@ public actor OpenIDProvider: IdentityProvider {
             request.headerFields[.contentType] = "application/x-www-form-urlencoded"
             body = FormEncoding.encode(fields)
         }
-        // The query is left out: an end-session URL carries the ID token there.
-        logger.trace(
-            "sending request",
-            metadata: [
-                "endpoint": "\(kind)", "method": "\(method)", "host": "\(url.host ?? "")", "path": "\(url.path)",
-                "bytes": "\(body?.count ?? 0)",
-            ])
-        let answer: HTTPTransportResponse
-        do {
-            answer = try await transport.send(request, body: body, options: configuration.requestOptions)
-        } catch {
-            let failure = ProviderError.transport(error, endpoint: kind)
-            logger.debug("request failed", metadata: ["endpoint": "\(kind)", "error": "\(failure)"])
-            throw failure
+        let sent = secrets + [authentication?.secret].compactMap { $0 }
+        return try await wire.exchange(kind, request, body: body) { answer in Self.failure(kind, answer, secrets: sent)
         }
-        let status = answer.response.status.code
-        logger.debug(
-            "request answered",
-            metadata: ["endpoint": "\(kind)", "status": "\(status)", "bytes": "\(answer.body.count)"])
-        guard (200..<300).contains(status) else {
-            let failure = Self.failure(kind, answer, secrets: secrets + [authentication?.secret].compactMap { $0 })
-            logger.debug("request refused", metadata: ["endpoint": "\(kind)", "error": "\(failure)"])
-            throw failure
-        }
-        return answer
     }
 
     /// The error an unsuccessful answer stands for (RFC 6749 §5.2, RFC 6750 §3).
     static func failure(_ kind: EndpointKind, _ answer: HTTPTransportResponse, secrets: [String]) -> ProviderError {
         let status = answer.response.status.code
-        let fields = (try? JSONDecoder().decode([String: JSONValue].self, from: answer.body)) ?? [:]
+        let fields = ProviderWire.object(answer.body) ?? [:]
         var code = fields["error"]?.stringValue.map(OAuthErrorCode.init(rawValue:))
-        var description = fields["error_description"]?.stringValue
         if code == nil, let challenge = answer.response.headerFields[.wwwAuthenticate],
             let range = challenge.range(of: #"error=""#)
         {
             let rest = challenge[range.upperBound...]
             code = rest.firstIndex(of: "\"").map { OAuthErrorCode(rawValue: String(rest[..<$0])) }
         }
-        for secret in secrets where !secret.isEmpty {
-            description = description?.replacingOccurrences(of: secret, with: "<redacted>")
-        }
-        let retryAfter = answer.response.headerFields[.retryAfter].flatMap(Self.retryAfter)
         return ProviderError(
             code == nil ? .httpStatus : .oauth, endpoint: kind,
             reason: "The \(kind) endpoint refused the request.", oauthError: code,
-            errorDescription: description.map { String($0.prefix(500)) }, status: status, retryAfter: retryAfter)
+            errorDescription: ProviderWire.redact(fields["error_description"]?.stringValue, removing: secrets),
+            status: status, retryAfter: ProviderWire.retryAfter(answer))
     }
 
     /// `Retry-After` as seconds or an HTTP date (RFC 9110 §10.2.3).
-    static func retryAfter(_ value: String) -> Duration? {
-        if let seconds = Double(value.trimmingCharacters(in: .whitespaces)), seconds >= 0,
-            value.allSatisfy({ $0.isNumber || $0 == " " })
-        {
-            return .seconds(ProviderNumbers.seconds(seconds, fallback: 0))
-        }
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
-        guard let date = formatter.date(from: value) else { return nil }
-        return .seconds(ProviderNumbers.seconds(date.timeIntervalSinceNow.rounded(.up), fallback: 0))
-    }
+    static func retryAfter(_ value: String) -> Duration? { ProviderWire.retryAfter(value) }
 }

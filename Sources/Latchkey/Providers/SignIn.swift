@@ -1,7 +1,6 @@
 import Crypto
 public import Foundation
 import HTTPTypes
-import Logging
 
 /// How a user signs in.
 public enum SignInMethod: Sendable {
@@ -83,29 +82,8 @@ extension OpenIDProvider {
         tags: [String: String] = [:],
         makeDefault: Bool = false
     ) async throws(ProviderError) -> Credential {
-        let token = try await token(for: method, scopes: scopes)
-        let claims = await accountClaims(of: token)
-        await store.register(self)
-        let stored: StoredCredential
-        do {
-            stored = try await store.add(token, accountClaims: claims, tags: tags, makeDefault: makeDefault)
-        } catch {
-            throw .storage(error)
-        }
-        return await credential(stored.id, in: store)
-    }
-
-    /// The account's claims from userinfo when `token` has no ID token (a password grant at
-    /// many providers, or a provider that is OAuth only), so that the account has a name.
-    /// `nil` when the token has an ID token, or userinfo cannot tell: the sign-in goes on.
-    public func accountClaims(of token: Token) async -> [String: JSONValue]? {
-        guard token.idToken == nil, let accessToken = token.accessToken else { return nil }
-        do {
-            return try await userInfo(accessToken: accessToken)
-        } catch {
-            logger.debug("no account claims from userinfo", metadata: ["error": "\(error)"])
-            return nil
-        }
+        try await self.store(
+            try await token(for: method, scopes: scopes), in: store, tags: tags, makeDefault: makeDefault)
     }
 
     /// The tokens of a sign-in, not stored.
@@ -144,7 +122,7 @@ extension OpenIDProvider {
                 .insecureEndpoint, endpoint: .authorization, reason: "The authorization endpoint is not https.")
         }
         let verifier = Self.randomString(bytes: 32)
-        let challenge = Self.base64URL(Data(SHA256.hash(data: Data(verifier.utf8))))
+        let challenge = Base64URL.encode(Data(SHA256.hash(data: Data(verifier.utf8))))
         let state = Self.randomString(bytes: 16)
         let nonce = Self.randomString(bytes: 16)
         var components = URLComponents(url: endpoint, resolvingAgainstBaseURL: false)
@@ -273,11 +251,6 @@ extension OpenIDProvider {
     }
 
     static func randomString(bytes: Int) -> String {
-        base64URL(SymmetricKey(size: SymmetricKeySize(bitCount: bytes * 8)).withUnsafeBytes { Data($0) })
-    }
-
-    static func base64URL(_ data: Data) -> String {
-        data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+        Base64URL.encode(SymmetricKey(size: SymmetricKeySize(bitCount: bytes * 8)).withUnsafeBytes { Data($0) })
     }
 }

@@ -1,0 +1,60 @@
+import Foundation
+import JWTKit
+
+/// An ID token's payload as jwt-kit's parser decodes it: the registered claims in jwt-kit's
+/// types, and every claim as it came. Decoding checks nothing: ``IDTokenVerifier`` checks the
+/// claims itself, with its own clock and leeway.
+struct IDTokenPayload: JWTPayload {
+    var issuer: IssuerClaim?
+    var subject: SubjectClaim?
+    var audience: AudienceClaim?
+    var expiration: ExpirationClaim?
+    var issuedAt: IssuedAtClaim?
+    var notBefore: NotBeforeClaim?
+    /// Every claim, as it came.
+    var all: [String: JSONValue]
+
+    private enum CodingKeys: String, CodingKey {
+        case issuer = "iss"
+        case subject = "sub"
+        case audience = "aud"
+        case expiration = "exp"
+        case issuedAt = "iat"
+        case
+            notBefore = "nbf"
+    }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        issuer = try container.decodeIfPresent(IssuerClaim.self, forKey: .issuer)
+        subject = try container.decodeIfPresent(SubjectClaim.self, forKey: .subject)
+        audience = try container.decodeIfPresent(AudienceClaim.self, forKey: .audience)
+        expiration = try container.decodeIfPresent(ExpirationClaim.self, forKey: .expiration)
+        issuedAt = try container.decodeIfPresent(IssuedAtClaim.self, forKey: .issuedAt)
+        notBefore = try container.decodeIfPresent(NotBeforeClaim.self, forKey: .notBefore)
+        all = try decoder.singleValueContainer().decode([String: JSONValue].self)
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(all)
+    }
+
+    func verify(using algorithm: some JWTAlgorithm) async throws {}
+}
+
+/// A payload of any claims, for reading them without a signature check.
+struct AnyClaims: JWTPayload {
+    var all: [String: JSONValue]
+
+    init(from decoder: any Decoder) throws {
+        all = try decoder.singleValueContainer().decode([String: JSONValue].self)
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(all)
+    }
+
+    func verify(using algorithm: some JWTAlgorithm) async throws {}
+}
