@@ -64,7 +64,7 @@ struct Endpoints: Sendable {
 
     func jwks(_ request: Request, _ context: ProviderContext) async throws -> Response {
         let set = await state.keys.jwks(now: await state.currentDate)
-        var response = Reply.json(set)
+        var response = Reply.encoded(set)
         response.headers[.contentType] = "application/jwk-set+json"
         response.headers[.cacheControl] = "public, max-age=60"
         return response

@@ -72,7 +72,7 @@ actor SigningKeys {
     private struct Entry {
         var kid: String
         var algorithm: String
-        var jwk: [String: String]
+        var jwk: JWK
         var retiredAt: Date?
     }
 
@@ -99,9 +99,9 @@ actor SigningKeys {
     }
 
     /// The public keys as a JWK Set (RFC 7517 §5), dropping keys past their grace period.
-    func jwks(now: Date) -> [String: [[String: String]]] {
+    func jwks(now: Date) -> PublishedKeySet {
         let live = entries.filter { $0.retiredAt.map { now.timeIntervalSince($0) <= gracePeriod } ?? true }
-        return ["keys": live.map(\.jwk)]
+        return PublishedKeySet(keys: live.map { PublishedKey(jwk: $0.jwk) })
     }
 
     /// The key identifier in use for `algorithm`.
@@ -121,7 +121,7 @@ actor SigningKeys {
     /// The claims of a JWT this provider signed with a key still in its JWKS.
     func verify(_ token: String, now: Date) async throws -> ClaimSet {
         guard token.utf8.count < 16_384 else { throw ProviderKeyError.invalidToken }
-        let liveKids = Set(jwks(now: now)["keys", default: []].compactMap { $0["kid"] })
+        let liveKids = Set(jwks(now: now).keys.compactMap { $0.jwk.keyIdentifier?.string })
         let claims = try await collection.verify(token, as: ClaimSet.self)
         // jwt-kit picks the key by `kid`; refuse keys past their grace period.
         guard let kid = try Self.kid(of: token), liveKids.contains(kid) else { throw ProviderKeyError.invalidToken }
@@ -147,18 +147,34 @@ actor SigningKeys {
         entries.append(
             Entry(
                 kid: rsaKid, algorithm: "RS256",
-                jwk: [
-                    "kty": "RSA", "use": "sig", "alg": "RS256", "kid": rsaKid,
-                    "n": primitives.modulus.base64URLEncoded, "e": primitives.publicExponent.base64URLEncoded,
-                ]))
+                jwk: .rsa(
+                    .rs256, identifier: JWKIdentifier(string: rsaKid), modulus: primitives.modulus.base64URLEncoded,
+                    exponent: primitives.publicExponent.base64URLEncoded)))
         guard let parameters = ec.publicKey.parameters else { throw ProviderKeyError.unknownAlgorithm }
         entries.append(
             Entry(
                 kid: ecKid, algorithm: "ES256",
-                jwk: [
-                    "kty": "EC", "use": "sig", "alg": "ES256", "kid": ecKid, "crv": "P-256",
-                    "x": parameters.x, "y": parameters.y,
-                ]))
+                jwk: .ecdsa(
+                    .es256, identifier: JWKIdentifier(string: ecKid), x: parameters.x, y: parameters.y, curve: .p256)))
+    }
+}
+
+/// A JWK Set of jwt-kit's JWKs, as published.
+struct PublishedKeySet: Encodable, Sendable {
+    var keys: [PublishedKey]
+}
+
+/// A public key as published: jwt-kit's JWK, marked for signatures (`"use": "sig"`, RFC 7517
+/// §4.2), which jwt-kit's type does not carry.
+struct PublishedKey: Encodable, Sendable {
+    var jwk: JWK
+
+    private enum Keys: String, CodingKey { case use }
+
+    func encode(to encoder: any Encoder) throws {
+        try jwk.encode(to: encoder)
+        var container = encoder.container(keyedBy: Keys.self)
+        try container.encode("sig", forKey: .use)
     }
 }
 

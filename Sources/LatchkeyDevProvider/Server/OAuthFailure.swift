@@ -60,6 +60,16 @@ enum Reply {
         return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
     }
 
+    /// A JSON answer of an `Encodable` value.
+    static func encoded(_ value: some Encodable, status: HTTPResponse.Status = .ok) -> Response {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let data = (try? encoder.encode(value)) ?? Data("{}".utf8)
+        var headers: HTTPFields = [.contentType: "application/json", .cacheControl: "no-store"]
+        if let pragma = HTTPField.Name("Pragma") { headers[pragma] = "no-cache" }
+        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
     static func html(_ body: String, status: HTTPResponse.Status = .ok) -> Response {
         let page = """
             <!doctype html><html><head><meta charset="utf-8"><title>Latchkey development provider</title></head>
