@@ -163,7 +163,7 @@ do {
     var listed = 0
     let openAndList = try await time {
         let reopened = try await CredentialStore.sqlite(at: path)
-        listed = try await reopened.all().count
+        listed = try await reopened.accounts().count
     }
     record("store.open_and_list", openAndList, "ms")
     record("store.listed", Double(listed), "count")

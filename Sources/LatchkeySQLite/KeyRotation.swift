@@ -73,12 +73,7 @@ extension SQLiteCredentialStorage {
             guard damagedCredentials.isEmpty, damagedEntries.isEmpty else {
                 throw StorageError(.corruptRecord, reason: "A record became unreadable during the key rotation.")
             }
-            for credential in credentials {
-                let record = try CredentialRecord(credential, sealer: next)
-                try db.execute(
-                    sql: "UPDATE credential SET metadata = ?, sealed_token = ? WHERE id = ?",
-                    arguments: [record.metadata, record.sealedToken, record.id])
-            }
+            for credential in credentials { try CredentialRecord(credential, sealer: next).update(db) }
             for entry in entries { try OutboxRecord(entry, sealer: next).update(db) }
             if case .some(let id) = try Self.defaultMarker(db, sealer: current) {
                 try db.execute(

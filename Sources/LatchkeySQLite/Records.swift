@@ -30,17 +30,25 @@ struct CredentialRecord: Codable, FetchableRecord, PersistableRecord {
     static let databaseColumnEncodingStrategy = DatabaseColumnEncodingStrategy.convertToSnakeCase
 
     var id: String
-    /// `subject`, `username`, `email` and `issuer` are copies of the sealed metadata's, in the
-    /// clear for the indexes; they must match it, or the row is damaged.
+    /// `subject`, `username`, `email`, `issuer`, `name`, `clientId` and `tags` are copies of the
+    /// sealed metadata's, in the clear for the indexes and for listing; they must match it, or
+    /// the row is damaged.
     var subject: String?
     var username: String?
     var email: String?
     var issuer: String
+    var name: String?
+    var clientId: String
+    var tags: String
     var metadata: String
     var sealedToken: Data
     var createdAt: Double
     var updatedAt: Double
     var version: Int
+    /// What a listing shows of the tokens, without their values.
+    var accessTokenExpiresAt: Double?
+    var hasAccessToken: Bool
+    var hasRefreshToken: Bool
 
     /// The row of `credential`, its token sealed.
     init(_ credential: StoredCredential, sealer: Sealer) throws(StorageError) {
@@ -58,11 +66,39 @@ struct CredentialRecord: Codable, FetchableRecord, PersistableRecord {
         username = credential.metadata.preferredUsername
         email = credential.metadata.email
         issuer = credential.metadata.issuer
+        name = credential.metadata.name
+        clientId = credential.metadata.clientID
+        tags = Self.tagsText(credential.metadata.tags)
+        accessTokenExpiresAt =
+            credential.token.accessToken == nil ? nil : credential.token.expiresAt?.timeIntervalSinceReferenceDate
+        hasAccessToken = credential.token.accessToken != nil
+        hasRefreshToken = credential.token.refreshToken != nil
         self.metadata = metadata
         sealedToken = try sealer.seal(token, context: SealContext.credential(id, metadata: metadata))
         createdAt = credential.createdAt.timeIntervalSinceReferenceDate
         updatedAt = credential.updatedAt.timeIntervalSinceReferenceDate
         version = credential.version
+    }
+
+    /// Tags as listed: `{}` when there are none, which a listing does not decode.
+    static func tagsText(_ tags: [String: String]) -> String {
+        guard !tags.isEmpty, let data = try? encoder.encode(tags) else { return "{}" }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// The summary a listing shows, from the columns only.
+    func summary() -> AccountSummary {
+        let tags: [String: String] =
+            self.tags == "{}"
+            ? [:] : (try? JSONDecoder().decode([String: String].self, from: Data(self.tags.utf8))) ?? [:]
+        return AccountSummary(
+            id: CredentialID(rawValue: id),
+            metadata: CredentialMetadata(
+                subject: subject, preferredUsername: username, email: email, name: name, issuer: issuer,
+                clientID: clientId, tags: tags),
+            accessTokenExpiresAt: accessTokenExpiresAt.map(Date.init(timeIntervalSinceReferenceDate:)),
+            hasAccessToken: hasAccessToken, hasRefreshToken: hasRefreshToken,
+            createdAt: Date(timeIntervalSinceReferenceDate: createdAt))
     }
 
     /// Sorted keys, so the sealed metadata text is the same for the same metadata.
@@ -88,7 +124,8 @@ struct CredentialRecord: Codable, FetchableRecord, PersistableRecord {
             return damaged("its sealed tokens are not valid")
         }
         guard subject == metadata.subject, username == metadata.preferredUsername, email == metadata.email,
-            issuer == metadata.issuer
+            issuer == metadata.issuer, name == metadata.name, clientId == metadata.clientID,
+            tags == Self.tagsText(metadata.tags)
         else { return damaged("its indexed fields do not match its sealed metadata (altered)") }
         return .success(
             StoredCredential(

@@ -160,6 +160,12 @@ public final class SQLiteCredentialStorage: CredentialStorage, OutboxStorage {
         try await credentials(CredentialRecord.order(Column("created_at"), Column("rowid"))).credentials
     }
 
+    public func accounts() async throws(StorageError) -> [AccountSummary] {
+        try await read { db in
+            try CredentialRecord.order(Column("created_at"), Column("rowid")).fetchAll(db).map { $0.summary() }
+        }
+    }
+
     public func credential(for id: CredentialID) async throws(StorageError) -> StoredCredential? {
         let read = try await credentials(CredentialRecord.filter(key: id.rawValue))
         if let damaged = read.damaged.first {
@@ -196,22 +202,14 @@ public final class SQLiteCredentialStorage: CredentialStorage, OutboxStorage {
     }
 
     public func update(_ credential: StoredCredential) async throws(StorageError) {
-        // The row is sealed as the version it becomes.
+        // The row is written as the version it becomes, only over the version that was read.
         var next = credential
         next.version += 1
         let record = try CredentialRecord(next, sealer: sealer)
         try await write { db in
-            try db.execute(
-                sql: """
-                    UPDATE credential SET subject = ?, username = ?, email = ?, issuer = ?, metadata = ?,
-                        sealed_token = ?, created_at = ?, updated_at = ?, version = ?
-                    WHERE id = ? AND version = ?
-                    """,
-                arguments: [
-                    record.subject, record.username, record.email, record.issuer, record.metadata, record.sealedToken,
-                    record.createdAt, record.updatedAt, record.version, record.id, credential.version,
-                ])
-            guard db.changesCount == 0 else { return }
+            let updated = try CredentialRecord.filter(key: record.id).filter(Column("version") == credential.version)
+                .updateAll(db, Self.assignments(of: record))
+            guard updated == 0 else { return }
             guard try CredentialRecord.exists(db, key: record.id) else {
                 throw StorageError.credentialNotFound(credential.id)
             }
@@ -314,6 +312,21 @@ public final class SQLiteCredentialStorage: CredentialStorage, OutboxStorage {
         try await write { db in _ = try OutboxRecord.deleteOne(db, key: id.uuidString) }
     }
 
+    /// Every column of `record` but its id, as assignments.
+    private static func assignments(of record: CredentialRecord) -> [ColumnAssignment] {
+        [
+            Column("subject").set(to: record.subject), Column("username").set(to: record.username),
+            Column("email").set(to: record.email), Column("issuer").set(to: record.issuer),
+            Column("name").set(to: record.name), Column("client_id").set(to: record.clientId),
+            Column("tags").set(to: record.tags), Column("metadata").set(to: record.metadata),
+            Column("sealed_token").set(to: record.sealedToken), Column("created_at").set(to: record.createdAt),
+            Column("updated_at").set(to: record.updatedAt), Column("version").set(to: record.version),
+            Column("access_token_expires_at").set(to: record.accessTokenExpiresAt),
+            Column("has_access_token").set(to: record.hasAccessToken),
+            Column("has_refresh_token").set(to: record.hasRefreshToken),
+        ]
+    }
+
     // MARK: Reading rows one by one
 
     /// The credentials `request` selects, each row decoded on its own: a damaged row is reported
@@ -391,21 +404,11 @@ public final class SQLiteCredentialStorage: CredentialStorage, OutboxStorage {
         }
     }
 
-    /// Runs `body` in one `IMMEDIATE` transaction, so a write never fails on a stale snapshot
-    /// when another process wrote in between.
+    /// Runs `body` in one transaction. GRDB opens write transactions `IMMEDIATE`, so a write never
+    /// fails on a stale snapshot when another process wrote in between.
     func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(StorageError) -> T {
         do {
-            return try await pool.writeWithoutTransaction { db in
-                var result: T?
-                try db.inTransaction(.immediate) {
-                    result = try body(db)
-                    return .commit
-                }
-                guard let result else {
-                    throw StorageError(.databaseFailure, reason: "The transaction returned nothing.")
-                }
-                return result
-            }
+            return try await pool.write(body)
         } catch {
             throw Self.storageError(error, path: path)
         }

@@ -76,6 +76,33 @@ enum Schema {
             try db.execute(sql: "ALTER TABLE outbox ADD COLUMN failed_permanently INTEGER NOT NULL DEFAULT 0")
             try resealForVersion4(db, sealer: sealer)
         },
+        { db, sealer in
+            // What a listing shows, in columns, so that listing opens no sealed token.
+            try db.execute(
+                sql: """
+                    ALTER TABLE credential ADD COLUMN name TEXT;
+                    ALTER TABLE credential ADD COLUMN client_id TEXT NOT NULL DEFAULT '';
+                    ALTER TABLE credential ADD COLUMN tags TEXT NOT NULL DEFAULT '{}';
+                    ALTER TABLE credential ADD COLUMN access_token_expires_at REAL;
+                    ALTER TABLE credential ADD COLUMN has_access_token INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE credential ADD COLUMN has_refresh_token INTEGER NOT NULL DEFAULT 0;
+                    """)
+            let rows = try Row.fetchAll(
+                db, sql: "SELECT id, metadata, sealed_token, created_at, updated_at, version FROM credential")
+            for row in rows {
+                guard let id: String = row["id"], let metadataText: String = row["metadata"],
+                    let sealed: Data = row["sealed_token"],
+                    let plaintext = sealer.open(sealed, context: SealContext.credential(id, metadata: metadataText)),
+                    let token = try? JSONDecoder().decode(Token.self, from: plaintext),
+                    let metadata = try? JSONDecoder().decode(CredentialMetadata.self, from: Data(metadataText.utf8))
+                else { continue }  // damaged: left as it is, reported when read
+                let credential = StoredCredential(
+                    id: CredentialID(rawValue: id), token: token, metadata: metadata,
+                    createdAt: Date(timeIntervalSinceReferenceDate: row["created_at"]),
+                    updatedAt: Date(timeIntervalSinceReferenceDate: row["updated_at"]), version: row["version"])
+                try CredentialRecord(credential, sealer: sealer).update(db)
+            }
+        },
     ]
 
     /// Seals every credential, outbox entry and the default marker again, bound as version 4

@@ -196,4 +196,25 @@ struct CredentialStoreTests {
         #expect(await events.next() == .updated(alice.id))
         #expect(try await store.credential(for: alice.id)?.version == 2)
     }
+
+    @Test(
+        "accounts lists every account from what is in the clear, and agrees with the sealed credentials",
+        arguments: Backend.allCases)
+    func accountsListing(backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let alice = try await store.add(Fixtures.token(user: "alice"), tags: ["team": "blue"])
+            var bobToken = Fixtures.token(user: "bob")
+            bobToken.refreshToken = nil
+            let bob = try await store.add(bobToken)
+            try await store.setTags(["latchkey.needs-sign-in": "true"], for: bob.id)
+            let accounts = try await store.accounts()
+            #expect(accounts.map(\.id) == [alice.id, bob.id])
+            #expect(accounts.first?.metadata == alice.metadata)
+            #expect(accounts.first?.accessTokenExpiresAt == alice.token.expiresAt)
+            #expect(accounts.first?.hasRefreshToken == true)
+            #expect(accounts.last?.hasRefreshToken == false)
+            #expect(accounts.last?.needsSignIn == true)
+            #expect(try await store.find(where: { $0.tags["team"] == "blue" }).map(\.id) == [alice.id])
+        }
+    }
 }

@@ -330,6 +330,11 @@ struct SQLiteStoreTests {
                 sql: "UPDATE setting SET value = ? WHERE name = 'default_credential'", arguments: [bob.id.rawValue])
             try db.execute(sql: "ALTER TABLE outbox DROP COLUMN failed_permanently")
             try db.execute(sql: "ALTER TABLE credential DROP COLUMN version")
+            for column in [
+                "name", "client_id", "tags", "access_token_expires_at", "has_access_token", "has_refresh_token",
+            ] {
+                try db.execute(sql: "ALTER TABLE credential DROP COLUMN \(column)")
+            }
             try db.execute(sql: "DROP TABLE refresh_lease")
             try db.execute(sql: "PRAGMA user_version = 2")
         }
@@ -341,6 +346,9 @@ struct SQLiteStoreTests {
         #expect(try await upgraded.default?.id == bob.id)
         #expect(try await upgraded.outboxEntries().map(\.token) == ["SECRET-QUEUED"])
         #expect(try await upgraded.all().allSatisfy { $0.version == 1 })
+        #expect(
+            try await upgraded.accounts().map(\.metadata) == [alice.metadata, bob.metadata], "listing columns filled")
+        #expect(try await upgraded.accounts().allSatisfy { $0.hasRefreshToken && $0.accessTokenExpiresAt != nil })
     }
 
     // MARK: Files the store did not create

@@ -274,11 +274,21 @@ public actor CredentialStore {
         try await storage.credentials(matching: query)
     }
 
-    /// The credentials whose metadata satisfies `predicate`.
+    /// The credentials whose metadata satisfies `predicate`. Only the matches' tokens are read.
     public func find(
         where predicate: @Sendable (CredentialMetadata) -> Bool
     ) async throws(StorageError) -> [StoredCredential] {
-        try await storage.all().filter { predicate($0.metadata) }
+        var found: [StoredCredential] = []
+        for summary in try await storage.accounts() where predicate(summary.metadata) {
+            if let credential = try await storage.credential(for: summary.id) { found.append(credential) }
+        }
+        return found
+    }
+
+    /// A summary of every account, oldest first, read without opening any token: what a listing
+    /// shows (see ``AccountSummary``).
+    public func accounts() async throws(StorageError) -> [AccountSummary] {
+        try await storage.accounts()
     }
 
     // MARK: The default credential

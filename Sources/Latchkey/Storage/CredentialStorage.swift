@@ -11,6 +11,11 @@ public protocol CredentialStorage: Sendable {
     /// in ``credentials(matching:)``, kept as it is, and listed by ``damagedRecords()``.
     func all() async throws(StorageError) -> [StoredCredential]
 
+    /// A summary of every credential that can be listed, oldest first, read without opening any
+    /// sealed token: fast for a store of many accounts. A damaged record may show here; it is
+    /// caught (``damagedRecords()``) when its tokens are read.
+    func accounts() async throws(StorageError) -> [AccountSummary]
+
     /// The credential with this identifier, or `nil` when there is none. Throws
     /// ``StorageError/Code/corruptRecord`` when its record is damaged.
     func credential(for id: CredentialID) async throws(StorageError) -> StoredCredential?

@@ -18,6 +18,10 @@ public actor InMemoryCredentialStorage: CredentialStorage, OutboxStorage {
         order.compactMap { credentials[$0] }
     }
 
+    public func accounts() throws(StorageError) -> [AccountSummary] {
+        order.compactMap { credentials[$0] }.map(AccountSummary.init)
+    }
+
     public func credential(for id: CredentialID) throws(StorageError) -> StoredCredential? {
         credentials[id]
     }

@@ -25,23 +25,22 @@ struct Accounts: AsyncParsableCommand {
 
     func run() async throws {
         let session = try await global.location.openStore()
-        let all: [StoredCredential]
+        let all: [AccountSummary]
         let current: CredentialID?
         let damaged: [DamagedRecord]
         do {
-            all = try await session.store.all()
+            all = try await session.store.accounts()
             damaged = try await session.store.damagedRecords().filter { $0.kind != .outboxEntry }
             current = try? await session.store.default?.id
         } catch {
             throw CLIError.failed("The credential store cannot be read: \(error)")
         }
-        let rows = all.map { stored in
+        let rows = all.map { account in
             Row(
-                id: stored.id.rawValue, provider: session.providerName(of: stored),
-                username: stored.metadata.preferredUsername, email: stored.metadata.email,
-                isDefault: stored.id == current,
-                accessTokenExpiresAt: stored.token.accessToken == nil ? nil : stored.token.expiresAt,
-                hasRefreshToken: stored.token.refreshToken != nil)
+                id: account.id.rawValue, provider: session.providerName(of: account),
+                username: account.metadata.preferredUsername, email: account.metadata.email,
+                isDefault: account.id == current, accessTokenExpiresAt: account.accessTokenExpiresAt,
+                hasRefreshToken: account.hasRefreshToken)
         }
         let damagedRows = damaged.map { DamagedRow(id: $0.id, reason: $0.reason) }
         if global.json {
@@ -52,10 +51,10 @@ struct Accounts: AsyncParsableCommand {
             }
         } else {
             if rows.isEmpty && damagedRows.isEmpty { Output.line("No accounts. Sign in with `latchkey login`.") }
-            for (row, stored) in zip(rows, all) {
+            for (row, account) in zip(rows, all) {
                 var line =
                     "\(row.isDefault ? "*" : " ") \(row.username ?? row.email ?? "?")\t\(row.email ?? "-")\t\(row.provider ?? "?")\t\(row.id)"
-                if stored.metadata.tags[Credential.needsSignInTag] != nil { line += "\t(must sign in again)" }
+                if account.needsSignIn { line += "\t(must sign in again)" }
                 Output.line(line)
             }
             for row in damaged {

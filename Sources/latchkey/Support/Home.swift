@@ -274,9 +274,9 @@ struct Session {
 
     /// The account `reference` names (id, username or email), or the default account.
     func account(_ reference: String?) async throws -> StoredCredential {
-        let all: [StoredCredential]
+        let all: [AccountSummary]
         do {
-            all = try await store.all()
+            all = try await store.accounts()
         } catch {
             throw CLIError.failed("The credential store cannot be read: \(error)")
         }
@@ -293,7 +293,15 @@ struct Session {
         guard matches.count == 1 else {
             throw CLIError.input("\(matches.count) accounts match \(reference); use the account id.")
         }
-        return match
+        // Its tokens, read and checked against the sealed metadata (a listing is not).
+        do {
+            guard let credential = try await store.credential(for: match.id) else {
+                throw CLIError.input("No account matches \(reference).")
+            }
+            return credential
+        } catch let error as StorageError {
+            throw CLIError.failed("The account \(match.id) cannot be read: \(error)")
+        }
     }
 
     /// The live handle of a stored credential, through the provider it came from.
@@ -307,8 +315,16 @@ struct Session {
 
     /// The name of the provider a credential came from.
     func providerName(of stored: StoredCredential) -> String? {
-        stored.metadata.tags[Home.providerTag]
-            ?? clients.first { $0.value.identity == stored.token.provider }?.key
+        providerName(of: AccountSummary(stored))
+    }
+
+    /// The name of the provider an account came from.
+    func providerName(of account: AccountSummary) -> String? {
+        account.metadata.tags[Home.providerTag]
+            ?? clients.first {
+                $0.value.identity
+                    == ProviderIdentity(issuer: account.metadata.issuer, clientID: account.metadata.clientID)
+            }?.key
     }
 
     /// Retries the outbox entries that are due, within a short time bound, before network work.

@@ -6,6 +6,7 @@ struct FailingOutboxStorage: CredentialStorage, OutboxStorage {
     let inner = InMemoryCredentialStorage()
 
     func all() async throws(StorageError) -> [StoredCredential] { try await inner.all() }
+    func accounts() async throws(StorageError) -> [AccountSummary] { try await inner.accounts() }
     func credential(for id: CredentialID) async throws(StorageError) -> StoredCredential? {
         try await inner.credential(for: id)
     }
