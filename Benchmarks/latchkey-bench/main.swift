@@ -48,11 +48,11 @@ func time(_ body: () async throws -> Void) async rethrows -> Double {
 let transport = AsyncHTTPClientTransport.shared
 let scopes = ["openid", "profile", "email", "offline_access", "device_sso"]
 
-func client(_ dev: DevProvider, now: @escaping @Sendable () -> Date = { Date() }) -> OpenIDProvider {
+func client(_ dev: DevProvider, clock: any LatchkeyClock = SystemClock()) -> OpenIDProvider {
     OpenIDProvider(
         configuration: OpenIDProviderConfiguration(
             issuer: dev.issuer, clientID: "latchkey-cli", scopes: scopes, allowsPasswordGrant: true),
-        transport: transport, now: now)
+        transport: transport, clock: clock)
 }
 
 // MARK: Sign-out latency, 50 ms added to every request
@@ -60,8 +60,8 @@ func client(_ dev: DevProvider, now: @escaping @Sendable () -> Date = { Date() }
 do {
     // One clock for the provider and the clients, moved forward to expire tokens.
     let clock = OffsetClock()
-    let dev = try await DevProvider.start(now: { clock.now })
-    let provider = client(dev, now: { clock.now })
+    let dev = try await DevProvider.start(now: { clock.date })
+    let provider = client(dev, clock: clock)
     _ = try await provider.metadata()
     dev.faults.set(.latency(milliseconds: 50))
     var one: [Double] = []
@@ -92,8 +92,8 @@ do {
     record("signout.twenty_accounts.p99", percentile(twenty, 0.99), "ms")
 
     // MARK: Refresh single-flight: 1,000 callers on an expired credential
-    let refreshing = client(dev, now: { clock.now })
-    let store = CredentialStore(storage: InMemoryCredentialStorage(), now: { clock.now })
+    let refreshing = client(dev, clock: clock)
+    let store = CredentialStore(storage: InMemoryCredentialStorage(), clock: clock)
     let credential = try await refreshing.signIn(.password(username: "alice", password: "alice-password"), into: store)
     clock.advance(3_600)
     dev.faults.resetCounters()
@@ -273,9 +273,14 @@ if asJSON {
     print(String(decoding: try encoder.encode(figures), as: UTF8.self))
 }
 
-/// A clock the benchmark moves forward to expire tokens.
-final class OffsetClock: Sendable {
+/// A clock the benchmark moves forward to expire tokens: the system's time, plus an offset.
+final class OffsetClock: LatchkeyClock {
     private let offset = Mutex<TimeInterval>(0)
-    var now: Date { Date().addingTimeInterval(offset.withLock { $0 }) }
+    var date: Date { Date().addingTimeInterval(offset.withLock { $0 }) }
+    var now: ContinuousClock.Instant { ContinuousClock.now }
+    var minimumResolution: Duration { ContinuousClock().minimumResolution }
+    func sleep(until deadline: ContinuousClock.Instant, tolerance: Duration?) async throws {
+        try await ContinuousClock().sleep(until: deadline, tolerance: tolerance)
+    }
     func advance(_ seconds: TimeInterval) { offset.withLock { $0 += seconds } }
 }

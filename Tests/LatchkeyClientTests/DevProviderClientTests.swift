@@ -16,8 +16,8 @@ struct DevProviderClientTests {
 
     @Test("1,000 concurrent accessToken() calls on an expired credential cause exactly one refresh")
     func singleFlight() async throws {
-        let clock = ManualClock()
-        try await withHarness(.dev, now: clock.function) { harness in
+        let clock = TestClock()
+        try await withHarness(.dev, clock: clock) { harness in
             let credential = try await signIn(harness)
             let dev = try #require(harness.dev)
             clock.advance(600)  // the 300 s access token has expired
@@ -86,24 +86,45 @@ struct DevProviderClientTests {
         }
     }
 
-    @Test("the device grant polls through pending and slow_down to tokens")
+    @Test("the device grant polls through pending to tokens, waiting on the injected clock")
     func deviceCode() async throws {
+        let clock = TestClock()
         var configuration = DevProviderConfiguration.default
-        configuration.devicePollingInterval = 1
-        try await withHarness(.dev, devConfiguration: configuration) { harness in
+        configuration.devicePollingInterval = 5
+        try await withHarness(.dev, devConfiguration: configuration, clock: clock) { harness in
             let dev = try #require(harness.dev)
-            let credential = try await harness.provider.signIn(
-                .deviceCode { authorization in
-                    #expect(authorization.userCode.count == 9)
-                    Task {
-                        try await Task.sleep(for: .milliseconds(1_500))
-                        _ = try await approve(authorization.userCode, at: dev)
-                    }
-                },
-                into: harness.store)
+            let userCode = UserCode()
+            let store = harness.store
+            let provider = harness.provider
+            let signIn = Task {
+                try await provider.signIn(
+                    .deviceCode { authorization in userCode.value.withLock { $0 = authorization.userCode } },
+                    into: store)
+            }
+            // Each poll waits its interval on the clock: the test moves time, nothing waits for it.
+            try await Self.untilAsleep(clock)
+            clock.advance(5)
+            try await Self.untilAsleep(clock)  // the first poll came back pending
+            #expect(dev.faults.count("token.urn:ietf:params:oauth:grant-type:device_code") == 1)
+            let code = try #require(userCode.value.withLock { $0 })
+            #expect(code.count == 9)
+            #expect(try await approve(code, at: dev) == 200)
+            clock.advance(5)
+            let credential = try await signIn.value
             #expect(try await credential.stored().metadata.preferredUsername == "alice")
-            #expect(dev.faults.count("token.urn:ietf:params:oauth:grant-type:device_code") >= 2)
+            #expect(dev.faults.count("token.urn:ietf:params:oauth:grant-type:device_code") == 2)
         }
+    }
+
+    /// Holds the user code the prompt was shown.
+    final class UserCode: Sendable {
+        let value = Mutex<String?>(nil)
+    }
+
+    /// Waits (briefly, in real time) until a task sleeps on `clock`.
+    static func untilAsleep(_ clock: TestClock) async throws {
+        for _ in 0..<1_000 where clock.sleeperCount == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        try #require(clock.sleeperCount > 0, "nothing went to sleep on the clock")
     }
 
     /// Approves a device code on the provider's page, as the user would.
@@ -115,15 +136,21 @@ struct DevProviderClientTests {
         return answer.response.status.code
     }
 
-    @Test("a device code that expires is a timeout")
+    @Test("a device code that expires is a timeout, on the injected clock")
     func deviceExpiry() async throws {
+        let clock = TestClock()
         var configuration = DevProviderConfiguration.default
-        configuration.devicePollingInterval = 1
-        configuration.deviceCodeLifetime = 2
-        try await withHarness(.dev, devConfiguration: configuration) { harness in
-            let error = await #expect(throws: ProviderError.self) {
-                _ = try await harness.provider.signIn(.deviceCode { _ in }, into: harness.store)
+        configuration.devicePollingInterval = 5
+        configuration.deviceCodeLifetime = 12
+        try await withHarness(.dev, devConfiguration: configuration, clock: clock) { harness in
+            let store = harness.store
+            let provider = harness.provider
+            let signIn = Task { try await provider.signIn(.deviceCode { _ in }, into: store) }
+            for _ in 0..<3 {
+                try await Self.untilAsleep(clock)
+                clock.advance(5)
             }
+            let error = await #expect(throws: ProviderError.self) { _ = try await signIn.value }
             #expect(error?.code == .timedOut)
         }
     }

@@ -53,11 +53,11 @@ struct FaultMatrixTests {
 
     @Test("sign-out under a fault", arguments: cases)
     func matrix(testCase: Case) async throws {
-        let clock = ManualClock()
-        let dev = try await DevProvider.start(signingKeys: SharedSigningKeys.get(), now: { clock.now })
+        let clock = TestClock()
+        let dev = try await DevProvider.start(signingKeys: SharedSigningKeys.get(), now: clock.dateSource)
         defer { Task { await dev.stop() } }
         let store = CredentialStore(
-            storage: InMemoryCredentialStorage(), logger: TraceLog.logger("store"), now: { clock.now })
+            storage: InMemoryCredentialStorage(), logger: TraceLog.logger("store"), clock: clock)
         // Only the faulty client has a short timeout: setting up on a loaded machine must not time out.
         func provider(
             refusing: Bool, timeout: Duration = .seconds(30), metadata: ProviderMetadata? = nil
@@ -72,7 +72,7 @@ struct FaultMatrixTests {
             }
             return OpenIDProvider(
                 configuration: configuration, transport: transport, metadata: metadata,
-                logger: TraceLog.logger("provider"), now: { clock.now })
+                logger: TraceLog.logger("provider"), clock: clock)
         }
         let healthy = provider(refusing: false)
         let credential = try await healthy.signIn(.password(username: "alice", password: "alice-password"), into: store)

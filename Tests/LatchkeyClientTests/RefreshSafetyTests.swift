@@ -103,8 +103,8 @@ struct RefreshSafetyTests {
 
     @Test("a refresh that lands while a revocation is in flight keeps its fresh tokens")
     func refreshDuringRevocation() async throws {
-        let clock = ManualClock()
-        try await withHarness(.dev, now: clock.function) { harness in
+        let clock = TestClock()
+        try await withHarness(.dev, clock: clock) { harness in
             let dev = try #require(harness.dev)
             let credential = try await signIn(harness)
             clock.advance(600)
@@ -122,8 +122,8 @@ struct RefreshSafetyTests {
 
     @Test("a global sign-out of an expired credential shares the one refresh with concurrent callers")
     func globalSignOutSharesRefresh() async throws {
-        let clock = ManualClock()
-        try await withHarness(.dev, now: clock.function) { harness in
+        let clock = TestClock()
+        try await withHarness(.dev, clock: clock) { harness in
             let dev = try #require(harness.dev)
             let credential = try await signIn(harness)
             clock.advance(600)

@@ -4,6 +4,9 @@ import LatchkeyDevProvider
 import LatchkeyHTTP
 import LatchkeySQLite
 import LatchkeyTestSupport
+import Logging
+import ServiceLifecycle
+import Synchronization
 import Testing
 
 /// Sign-out against the development provider: the Cognito walkthrough's seven tests, the
@@ -32,15 +35,15 @@ struct SignOutTests {
 
     func withDevices(
         scopes: [String] = ["openid", "profile", "email", "offline_access", "device_sso"],
-        now: @escaping @Sendable () -> Date = { Date() },
+        clock: any LatchkeyClock = SystemClock(),
         storeA: CredentialStore? = nil,
         _ body: (Devices) async throws -> Void
     ) async throws {
-        let dev = try await DevProvider.start(signingKeys: SharedSigningKeys.get(), now: now)
+        let dev = try await DevProvider.start(signingKeys: SharedSigningKeys.get(), now: clock.dateSource)
         let provider = OpenIDProvider(
             configuration: OpenIDProviderConfiguration(
                 issuer: dev.issuer, clientID: "latchkey-cli", scopes: scopes, allowsPasswordGrant: true),
-            transport: transport, logger: TraceLog.logger("provider"), now: now)
+            transport: transport, logger: TraceLog.logger("provider"), clock: clock)
         let inspector = OpenIDProvider(
             configuration: OpenIDProviderConfiguration(
                 issuer: dev.issuer, clientID: "latchkey-confidential",
@@ -49,8 +52,8 @@ struct SignOutTests {
         let devices = Devices(
             dev: dev, provider: provider, inspector: inspector,
             a: storeA
-                ?? CredentialStore(storage: InMemoryCredentialStorage(), logger: TraceLog.logger("store"), now: now),
-            b: CredentialStore(storage: InMemoryCredentialStorage(), logger: TraceLog.logger("store"), now: now))
+                ?? CredentialStore(storage: InMemoryCredentialStorage(), logger: TraceLog.logger("store"), clock: clock),
+            b: CredentialStore(storage: InMemoryCredentialStorage(), logger: TraceLog.logger("store"), clock: clock))
         await devices.a.register(provider)
         await devices.b.register(provider)
         do {
@@ -174,8 +177,8 @@ struct SignOutTests {
 
     @Test("5. global sign-out with an expired access token refreshes first, then signs out")
     func expiredAccessToken() async throws {
-        let clock = ManualClock()
-        try await withDevices(now: clock.function) { devices in
+        let clock = TestClock()
+        try await withDevices(clock: clock) { devices in
             _ = try await devices.signIn(devices.a)
             let other = try await devices.signIn(devices.b)
             clock.advance(600)
@@ -306,15 +309,15 @@ struct SignOutTests {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("signout-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
         let path = folder.appendingPathComponent("credentials.sqlite").path
-        let clock = ManualClock()
+        let clock = TestClock()
         let storeA = CredentialStore(
-            storage: try SQLiteCredentialStorage(path: path), logger: TraceLog.logger("store"), now: { clock.now })
-        try await withDevices(now: clock.function, storeA: storeA) { devices in
+            storage: try SQLiteCredentialStorage(path: path), logger: TraceLog.logger("store"), clock: clock)
+        try await withDevices(clock: clock, storeA: storeA) { devices in
             let credential = try await devices.signIn(devices.a)
             let token = try await credential.token
             _ = try await devices.provider.metadata()
             devices.dev.faults.set(.status(503, retryAfter: 120), for: .revocation)
-            let signOutStarted = clock.now
+            let signOutStarted = clock.date
             let result = await devices.a.signOut(.current)
             guard case .partial = result else {
                 Issue.record("expected partial, got \(result)")
@@ -325,7 +328,7 @@ struct SignOutTests {
 
             // The outbox is durable: a new process opening the store sees it, sealed.
             let reopened = CredentialStore(
-                storage: try SQLiteCredentialStorage(path: path), logger: TraceLog.logger("store"), now: { clock.now })
+                storage: try SQLiteCredentialStorage(path: path), logger: TraceLog.logger("store"), clock: clock)
             await reopened.register(devices.provider)
             let entries = try await reopened.outboxEntries()
             #expect(entries.count == 3)
@@ -357,8 +360,8 @@ struct SignOutTests {
 
     @Test("a drain that fails again backs off with Retry-After; entries go only at the expiry the provider stated")
     func outboxBackoff() async throws {
-        let clock = ManualClock()
-        try await withDevices(now: clock.function) { devices in
+        let clock = TestClock()
+        try await withDevices(clock: clock) { devices in
             _ = try await devices.signIn(devices.a)
             _ = try await devices.provider.metadata()
             devices.dev.faults.isOffline = true
@@ -366,7 +369,7 @@ struct SignOutTests {
             #expect(try await devices.a.outboxEntries().count == 3)
             devices.dev.faults.isOffline = false
             devices.dev.faults.set(.status(503, retryAfter: 600), for: .revocation)
-            let drainStarted = clock.now
+            let drainStarted = clock.date
             let again = await devices.a.drainOutbox(DrainOptions(includeNotDue: true, maximumConcurrency: 2))
             #expect(again.failed == 3)
             #expect(again.peakConcurrency == 2)
@@ -490,6 +493,45 @@ struct SignOutTests {
             #expect(try await store.dropOutboxEntry(victim.id))
             #expect(try await store.damagedRecords().isEmpty)
         }
+    }
+
+    @Test("the outbox drainer service drains at start and then on its clock, and stops on graceful shutdown")
+    func drainerService() async throws {
+        let clock = TestClock()
+        try await withDevices(clock: clock) { devices in
+            _ = try await devices.signIn(devices.a)
+            let token = try await devices.a.all().first?.token
+            _ = try await devices.provider.metadata()
+            devices.dev.faults.isOffline = true
+            _ = await devices.a.signOut(.current)
+            let reports = Reports()
+            let drainer = OutboxDrainer(
+                store: devices.a, every: .seconds(60), options: DrainOptions(includeNotDue: true), clock: clock
+            ) { report in reports.add(report) }
+            let group = ServiceGroup(services: [drainer], logger: Logger(label: "test.drainer"))
+            let running = Task { try await group.run() }
+            // At start, still offline: it fails and stays queued.
+            while reports.count < 1 { try await Task.sleep(for: .milliseconds(5)) }
+            #expect(reports.last?.failed == 3)
+            devices.dev.faults.isOffline = false
+            // Nothing more until its clock says so.
+            while clock.sleeperCount == 0 { try await Task.sleep(for: .milliseconds(5)) }
+            #expect(reports.count == 1)
+            clock.advance(60)
+            while reports.count < 2 { try await Task.sleep(for: .milliseconds(5)) }
+            #expect(reports.last?.revoked == 3)
+            #expect(try await devices.isActive(token?.refreshToken) == false)
+            await group.triggerGracefulShutdown()
+            try await running.value
+        }
+    }
+
+    /// The drainer's reports, as they come.
+    final class Reports: Sendable {
+        private let all = Mutex<[DrainReport]>([])
+        func add(_ report: DrainReport) { all.withLock { $0.append(report) } }
+        var count: Int { all.withLock { $0.count } }
+        var last: DrainReport? { all.withLock { $0.last } }
     }
 
     @Test("backoff doubles from the base, is capped, jittered, and never below Retry-After")

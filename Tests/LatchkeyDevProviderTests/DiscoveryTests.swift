@@ -1,6 +1,7 @@
 import Foundation
 import JWTKit
 import LatchkeyDevProvider
+import LatchkeyTestSupport
 import Testing
 
 @Suite("Dev provider: discovery and keys")

@@ -137,7 +137,7 @@ func withProvider(
 ) async throws {
     let clock = clock ?? TestClock()
     let provider = try await DevProvider.start(
-        configuration: configuration, signingKeys: SharedSigningKeys.get(), now: { clock.now })
+        configuration: configuration, signingKeys: SharedSigningKeys.get(), now: clock.dateSource)
     do {
         try await body(Client(provider: provider))
     } catch {
@@ -145,13 +145,6 @@ func withProvider(
         throw error
     }
     await provider.stop()
-}
-
-/// A clock tests move by hand.
-final class TestClock: Sendable {
-    private let offset = Mutex<TimeInterval>(0)
-    var now: Date { Date().addingTimeInterval(offset.withLock { $0 }) }
-    func advance(_ seconds: TimeInterval) { offset.withLock { $0 += seconds } }
 }
 
 /// The claims of a compact JWS, and its header.

@@ -1,5 +1,6 @@
 import Foundation
 import LatchkeyDevProvider
+import LatchkeyTestSupport
 import Testing
 
 @Suite("Dev provider: token endpoint")

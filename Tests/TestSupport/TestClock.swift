@@ -1,8 +1,11 @@
+public import Foundation
+public import Latchkey
 import Synchronization
 
-/// A `Clock` that moves only when a test moves it: sleepers wake when `advance(by:)` passes
-/// their deadline, so backoff, timeouts and lifetimes are tested without waiting.
-public final class TestClock: Clock, Sendable {
+/// The one clock the tests move by hand: a `LatchkeyClock` whose date and instants move only when
+/// ``advance(by:)`` or ``advance(_:)`` is called, and whose sleepers wake when time passes their
+/// deadline. Expiry, backoff, polling and time limits are tested without waiting.
+public final class TestClock: LatchkeyClock {
     public struct Instant: InstantProtocol {
         public var offset: Duration
 
@@ -17,11 +20,20 @@ public final class TestClock: Clock, Sendable {
     }
 
     private let state = Mutex(State())
+    /// The date at the clock's zero instant.
+    public let origin: Date
 
-    public init() {}
+    /// A clock at `origin` (now, by default).
+    public init(origin: Date = Date()) { self.origin = origin }
 
     public var now: Instant { state.withLock { $0.now } }
     public var minimumResolution: Duration { .nanoseconds(1) }
+
+    public var date: Date {
+        let offset = state.withLock { $0.now.offset }
+        return origin.addingTimeInterval(
+            Double(offset.components.seconds) + Double(offset.components.attoseconds) / 1e18)
+    }
 
     public func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
         try await withCheckedThrowingContinuation { continuation in
@@ -46,6 +58,14 @@ public final class TestClock: Clock, Sendable {
         for continuation in woken { continuation.resume() }
     }
 
+    /// Moves time forward by `seconds`.
+    public func advance(_ seconds: TimeInterval) { advance(by: .milliseconds(Int64((seconds * 1_000).rounded()))) }
+
     /// How many tasks are asleep on this clock.
     public var sleeperCount: Int { state.withLock { $0.sleepers.count } }
+}
+
+extension LatchkeyClock {
+    /// The date as a closure, for components that take one (the development provider).
+    public var dateSource: @Sendable () -> Date { { self.date } }
 }

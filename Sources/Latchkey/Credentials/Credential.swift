@@ -14,7 +14,6 @@ public actor Credential {
     public nonisolated let store: CredentialStore
     /// The provider its tokens came from.
     public nonisolated let provider: any IdentityProvider
-    private let now: @Sendable () -> Date
     private var refreshing: Task<Result<Refreshed, ProviderError>, Never>?
 
     /// The tag set on a credential whose refresh token was rejected.
@@ -22,15 +21,14 @@ public actor Credential {
 
     /// Creates a handle. Only the store creates handles (``CredentialStore/credential(_:provider:clock:)``),
     /// so that every caller of one credential shares one refresh.
-    init(
-        id: CredentialID, store: CredentialStore, provider: any IdentityProvider,
-        now: @escaping @Sendable () -> Date = { Date() }
-    ) {
+    init(id: CredentialID, store: CredentialStore, provider: any IdentityProvider) {
         self.id = id
         self.store = store
         self.provider = provider
-        self.now = now
     }
+
+    /// The current date, by the store's clock.
+    private func now() -> Date { store.clock.date }
 
     /// The credential as stored now.
     public func stored() async throws(ProviderError) -> StoredCredential {

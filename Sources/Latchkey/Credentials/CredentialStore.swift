@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import Logging
 
 /// A change to a ``CredentialStore``, published on ``CredentialStore/changes``.
@@ -37,7 +37,8 @@ public actor CredentialStore {
     private let events = Broadcast<CredentialStoreEvent>()
     /// Where the store, its credentials, sign-outs and the outbox log.
     nonisolated let logger: Logger
-    let now: @Sendable () -> Date
+    /// The time the store, its handles and sign-outs go by.
+    public nonisolated let clock: any LatchkeyClock
     /// The longest a refresh lease is held before another holder may take it over (when its
     /// holder died, say). Keep it longer than a provider's request timeout.
     public nonisolated let refreshLeaseDuration: Duration
@@ -56,11 +57,11 @@ public actor CredentialStore {
         logger: Logger? = nil,
         refreshLeaseDuration: Duration = .seconds(60),
         outboxLimit: Int = 10_000,
-        now: @escaping @Sendable () -> Date = { Date() }
+        clock: any LatchkeyClock = SystemClock()
     ) {
         self.init(
             credentials: storage, outbox: storage, logger: logger, refreshLeaseDuration: refreshLeaseDuration,
-            outboxLimit: outboxLimit, now: now)
+            outboxLimit: outboxLimit, clock: clock)
     }
 
     /// Creates a store over `credentials` and `outbox`.
@@ -72,21 +73,21 @@ public actor CredentialStore {
     ///   - refreshLeaseDuration: how long a refresh lease lasts at most (see
     ///     ``CredentialStorage/withRefreshLease(for:duration:_:)``).
     ///   - outboxLimit: the most entries the revocation outbox may hold.
-    ///   - now: the clock used for the credentials' timestamps.
+    ///   - clock: the time of the credentials' timestamps, expiry checks, backoff and time limits.
     public init(
         credentials: any CredentialStorage,
         outbox: any OutboxStorage,
         logger: Logger? = nil,
         refreshLeaseDuration: Duration = .seconds(60),
         outboxLimit: Int = 10_000,
-        now: @escaping @Sendable () -> Date = { Date() }
+        clock: any LatchkeyClock = SystemClock()
     ) {
         self.storage = credentials
         self.outbox = outbox
         self.logger = logger ?? .disabled("latchkey.store")
         self.refreshLeaseDuration = refreshLeaseDuration
         self.outboxLimit = max(1, outboxLimit)
-        self.now = now
+        self.clock = clock
     }
 
     /// A store that keeps everything in memory, for tests and short-lived programs.
@@ -103,6 +104,9 @@ public actor CredentialStore {
     }
 
     // MARK: Adding and changing
+
+    /// The current date by the store's clock.
+    nonisolated func now() -> Date { clock.date }
 
     /// Stores a new credential for `token`, with metadata read from its ID token.
     ///
@@ -121,7 +125,7 @@ public actor CredentialStore {
         tags: [String: String] = [:],
         makeDefault: Bool = false
     ) async throws(StorageError) -> StoredCredential {
-        let date = now()
+        let date = clock.date
         var metadata = CredentialMetadata(token: token, tags: tags)
         if token.idToken == nil, let accountClaims { metadata.read(accountClaims) }
         let credential = StoredCredential(
@@ -154,7 +158,7 @@ public actor CredentialStore {
             try change(&credential)
             guard credential != read else { return credential }
             credential.version = read.version
-            credential.updatedAt = now()
+            credential.updatedAt = clock.date
             do {
                 try await storage.update(credential)
             } catch  where error.code == .versionConflict {
@@ -226,11 +230,8 @@ public actor CredentialStore {
     /// credential and provider returns the same handle while one is in use, so concurrent
     /// callers share one refresh (callers of other handles and other processes wait on the
     /// store's refresh lease instead).
-    ///
-    /// - Parameter clock: the clock the handle judges expiry by; the store's by default.
-    public func credential(
-        _ id: CredentialID, provider: any IdentityProvider, clock: (@Sendable () -> Date)? = nil
-    ) -> Credential {
+
+    public func credential(_ id: CredentialID, provider: any IdentityProvider) -> Credential {
         // Only a handle of this very provider object: a provider registered anew (another
         // configuration, another transport) gets a handle of its own. Two handles of one
         // credential still refresh once, through the store's refresh lease.
@@ -240,7 +241,7 @@ public actor CredentialStore {
             return existing
         }
         handles = handles.filter { $0.value.credential != nil }
-        let handle = Credential(id: id, store: self, provider: provider, now: clock ?? now)
+        let handle = Credential(id: id, store: self, provider: provider)
         handles[id] = WeakCredential(credential: handle)
         return handle
     }

@@ -57,21 +57,25 @@ public actor CognitoProvider: IdentityProvider {
     let transport: any HTTPTransport
     let logger: Logger
     let wire: ProviderWire
-    let now: @Sendable () -> Date
+    /// The time the provider goes by: token dates and ID-token checks.
+    public nonisolated let clock: any LatchkeyClock
     private var idTokenChecks: IDTokenChecks?
 
     /// Creates a provider.
     public init(
         configuration: CognitoConfiguration, transport: any HTTPTransport, logger: Logger? = nil,
-        now: @escaping @Sendable () -> Date = { Date() }
+        clock: any LatchkeyClock = SystemClock()
     ) {
         self.configuration = configuration
         self.identity = ProviderIdentity(issuer: configuration.issuer, clientID: configuration.clientID)
         self.transport = transport
         self.logger = logger ?? .disabled("latchkey.cognito")
         self.wire = ProviderWire(transport: transport, options: configuration.requestOptions, logger: self.logger)
-        self.now = now
+        self.clock = clock
     }
+
+    /// The current date, by the provider's clock.
+    nonisolated func now() -> Date { clock.date }
 
     /// Cognito revokes access tokens together with their refresh token, never one by one.
     public nonisolated var revocableKinds: Set<TokenKind> { [.refreshToken] }
@@ -192,7 +196,7 @@ public actor CognitoProvider: IdentityProvider {
         let answer = try await wire.exchange(.jwks, HTTPRequest(method: .get, url: url), body: nil) { answer in
             ProviderError(
                 .httpStatus, endpoint: .jwks, reason: "The pool's JWKS could not be fetched.",
-                status: answer.response.status.code, retryAfter: ProviderWire.retryAfter(answer))
+                status: answer.response.status.code, retryAfter: ProviderWire.retryAfter(answer, now: Date()))
         }
         guard let set = try? JSONDecoder().decode(JWKS.self, from: answer.body) else {
             throw ProviderError(.invalidResponse, endpoint: .jwks, reason: "The pool's JWKS could not be read.")
@@ -284,24 +288,25 @@ public actor CognitoProvider: IdentityProvider {
         } catch {
             throw ProviderError(.invalidResponse, endpoint: kind, reason: "The request could not be encoded.")
         }
+        let now = now()
         let answer = try await wire.exchange(kind, request, body: data) { answer in
-            Self.refusal(operation, kind, answer, secrets: secrets)
+            Self.refusal(operation, kind, answer, secrets: secrets, now: now)
         }
         return ProviderWire.object(answer.body) ?? [:]
     }
 
     /// Cognito's refusal: its `__type` (which may carry a namespace,
     /// `com.amazonaws…#NotAuthorizedException`) and message, as a ``CognitoError``.
-    static func refusal(_ operation: String, _ kind: EndpointKind, _ answer: HTTPTransportResponse, secrets: [String])
-        -> ProviderError
-    {
+    static func refusal(
+        _ operation: String, _ kind: EndpointKind, _ answer: HTTPTransportResponse, secrets: [String], now: Date
+    ) -> ProviderError {
         let fields = ProviderWire.object(answer.body) ?? [:]
         let message = ProviderWire.redact(
             (fields["message"] ?? fields["Message"])?.stringValue, removing: secrets, limit: 300)
         let type = fields["__type"]?.stringValue.map { String($0.split(separator: "#").last ?? Substring($0)) }
         var error = ProviderError(
             .httpStatus, endpoint: kind, reason: "Cognito refused \(operation).", errorDescription: message,
-            status: answer.response.status.code, retryAfter: ProviderWire.retryAfter(answer),
+            status: answer.response.status.code, retryAfter: ProviderWire.retryAfter(answer, now: now),
             underlying: type.map {
                 CognitoError(kind: CognitoError.Kind(rawValue: $0), message: message, operation: operation)
             })

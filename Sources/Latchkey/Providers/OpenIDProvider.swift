@@ -20,8 +20,8 @@ public actor OpenIDProvider: IdentityProvider {
     let transport: any HTTPTransport
     let logger: Logger
     let wire: ProviderWire
-    let now: @Sendable () -> Date
-    let sleep: @Sendable (Duration) async throws -> Void
+    /// The time the provider goes by: token dates, ID-token checks, device-code polls.
+    public nonisolated let clock: any LatchkeyClock
     private var cachedMetadata: ProviderMetadata?
     private var metadataTask: Task<Result<ProviderMetadata, ProviderError>, Never>?
     /// The RFC 8414 document read for endpoints the OpenID configuration lacks: not yet asked
@@ -33,15 +33,13 @@ public actor OpenIDProvider: IdentityProvider {
     /// Creates a provider; discovery happens on first use (or pass `metadata` to skip it).
     ///
     /// - Parameters:
-    ///   - now: the clock for token expiry and ID token checks.
-    ///   - sleep: how to wait between device-code polls.
+    ///   - clock: the time of token dates and ID-token checks, and what device-code polls wait on.
     public init(
         configuration: OpenIDProviderConfiguration,
         transport: any HTTPTransport,
         metadata: ProviderMetadata? = nil,
         logger: Logger? = nil,
-        now: @escaping @Sendable () -> Date = { Date() },
-        sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
+        clock: any LatchkeyClock = SystemClock()
     ) {
         self.configuration = configuration
         self.identity = ProviderIdentity(issuer: configuration.issuer.absoluteString, clientID: configuration.clientID)
@@ -49,9 +47,11 @@ public actor OpenIDProvider: IdentityProvider {
         self.cachedMetadata = metadata
         self.logger = logger ?? .disabled("latchkey.provider")
         self.wire = ProviderWire(transport: transport, options: configuration.requestOptions, logger: self.logger)
-        self.now = now
-        self.sleep = sleep
+        self.clock = clock
     }
+
+    /// The current date, by the provider's clock.
+    nonisolated func now() -> Date { clock.date }
 
     /// Creates a provider and fetches its discovery document now, so that a wrong issuer fails here.
     public static func discover(
@@ -389,7 +389,7 @@ public actor OpenIDProvider: IdentityProvider {
         switch answer.response.status.code {
         case 200..<300: return nil
         case 300..<400: return url
-        default: throw Self.failure(.endSession, answer, secrets: [idToken].compactMap { $0 })
+        default: throw Self.failure(.endSession, answer, secrets: [idToken].compactMap { $0 }, now: now())
         }
     }
 
@@ -436,7 +436,9 @@ public actor OpenIDProvider: IdentityProvider {
     }
 
     /// The error an unsuccessful answer stands for (RFC 6749 §5.2, RFC 6750 §3).
-    static func failure(_ kind: EndpointKind, _ answer: HTTPTransportResponse, secrets: [String]) -> ProviderError {
+    static func failure(_ kind: EndpointKind, _ answer: HTTPTransportResponse, secrets: [String], now: Date = Date())
+        -> ProviderError
+    {
         let status = answer.response.status.code
         let fields = ProviderWire.object(answer.body) ?? [:]
         var code = fields["error"]?.stringValue.map(OAuthErrorCode.init(rawValue:))
@@ -450,9 +452,11 @@ public actor OpenIDProvider: IdentityProvider {
             code == nil ? .httpStatus : .oauth, endpoint: kind,
             reason: "The \(kind) endpoint refused the request.", oauthError: code,
             errorDescription: ProviderWire.redact(fields["error_description"]?.stringValue, removing: secrets),
-            status: status, retryAfter: ProviderWire.retryAfter(answer))
+            status: status, retryAfter: ProviderWire.retryAfter(answer, now: now))
     }
 
     /// `Retry-After` as seconds or an HTTP date (RFC 9110 §10.2.3).
-    static func retryAfter(_ value: String) -> Duration? { ProviderWire.retryAfter(value) }
+    static func retryAfter(_ value: String, now: Date = Date()) -> Duration? {
+        ProviderWire.retryAfter(value, now: now)
+    }
 }

@@ -70,12 +70,12 @@ struct ProviderWire: Sendable {
         try? JSONDecoder().decode([String: JSONValue].self, from: body)
     }
 
-    /// `Retry-After` as seconds or an HTTP date (RFC 9110 §10.2.3), saturating.
-    static func retryAfter(_ answer: HTTPTransportResponse) -> Duration? {
-        answer.response.headerFields[.retryAfter].flatMap(Self.retryAfter)
+    /// `Retry-After` as seconds or an HTTP date (RFC 9110 §10.2.3) from `now`, saturating.
+    static func retryAfter(_ answer: HTTPTransportResponse, now: Date) -> Duration? {
+        answer.response.headerFields[.retryAfter].flatMap { retryAfter($0, now: now) }
     }
 
-    static func retryAfter(_ value: String) -> Duration? {
+    static func retryAfter(_ value: String, now: Date) -> Duration? {
         if let seconds = Double(value.trimmingCharacters(in: .whitespaces)), seconds >= 0,
             value.allSatisfy({ $0.isNumber || $0 == " " })
         {
@@ -86,6 +86,6 @@ struct ProviderWire: Sendable {
         formatter.timeZone = TimeZone(identifier: "GMT")
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
         guard let date = formatter.date(from: value) else { return nil }
-        return .seconds(ProviderNumbers.seconds(date.timeIntervalSinceNow.rounded(.up), fallback: 0))
+        return .seconds(ProviderNumbers.seconds(date.timeIntervalSince(now).rounded(.up), fallback: 0))
     }
 }

@@ -224,7 +224,7 @@ extension OpenIDProvider {
                     reason: "The device code expired before the user finished.")
             }
             do {
-                try await sleep(.seconds(interval))
+                try await clock.sleep(for: .seconds(interval))
             } catch {
                 throw ProviderError(.cancelled, reason: "Waiting for the device sign-in was cancelled.")
             }

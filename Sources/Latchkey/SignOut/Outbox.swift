@@ -116,7 +116,6 @@ extension CredentialStore {
         for damaged in report.damaged {
             logger.error("outbox entry damaged; left as it is", metadata: ["entry": "\(damaged.id)"])
         }
-        let start = ContinuousClock.now
         let date = now()
         var due: [OutboxEntry] = []
         for entry in entries {
@@ -144,7 +143,12 @@ extension CredentialStore {
             var results: [(OutboxEntry, ProviderError?)] = []
             func canStart() -> Bool {
                 guard next < due.count else { return false }
-                if let limit = options.timeLimit, ContinuousClock.now - start > limit { return false }
+                if let limit = options.timeLimit,
+                    clock.date.timeIntervalSince(date) > Double(limit.components.seconds)
+                        + Double(limit.components.attoseconds) / 1e18
+                {
+                    return false
+                }
                 return true
             }
             while running < options.maximumConcurrency, canStart() {

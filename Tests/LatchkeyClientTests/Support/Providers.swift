@@ -96,17 +96,17 @@ func makeHarness(
     _ kind: ProviderKind,
     devConfiguration: DevProviderConfiguration = .default,
     scopes: [String]? = nil,
-    now: (@Sendable () -> Date)? = nil,
+    clock: (any LatchkeyClock)? = nil,
     tweak: (inout OpenIDProviderConfiguration) -> Void = { _ in }
 ) async throws -> Harness {
-    let clock = now ?? { Date() }
+    let clock: any LatchkeyClock = clock ?? SystemClock()
     // Client secrets are secrets too: no log line of the trace pass may hold one.
     TraceLog.register(secret: "latchkey-confidential-secret")
-    let store = CredentialStore(storage: InMemoryCredentialStorage(), logger: TraceLog.logger("store"), now: clock)
+    let store = CredentialStore(storage: InMemoryCredentialStorage(), logger: TraceLog.logger("store"), clock: clock)
     switch kind {
     case .dev:
         let dev = try await DevProvider.start(
-            configuration: devConfiguration, signingKeys: SharedSigningKeys.get(), now: clock)
+            configuration: devConfiguration, signingKeys: SharedSigningKeys.get(), now: clock.dateSource)
         var configuration = OpenIDProviderConfiguration(
             issuer: dev.issuer, clientID: "latchkey-cli",
             scopes: scopes ?? ["openid", "profile", "email", "offline_access"], allowsPasswordGrant: true)
@@ -119,7 +119,7 @@ func makeHarness(
         return Harness(
             kind: kind,
             provider: OpenIDProvider(
-                configuration: configuration, transport: transport, logger: TraceLog.logger("provider"), now: clock),
+                configuration: configuration, transport: transport, logger: TraceLog.logger("provider"), clock: clock),
             store: store, dev: dev, glewlwyd: nil, inspector: inspector)
     case .glewlwyd:
         let environment = try Glewlwyd.require()
@@ -140,7 +140,7 @@ func makeHarness(
         return Harness(
             kind: kind,
             provider: OpenIDProvider(
-                configuration: configuration, transport: transport, logger: TraceLog.logger("provider"), now: clock),
+                configuration: configuration, transport: transport, logger: TraceLog.logger("provider"), clock: clock),
             store: store, dev: nil, glewlwyd: environment, inspector: inspector)
     }
 }
@@ -149,12 +149,12 @@ func withHarness(
     _ kind: ProviderKind,
     devConfiguration: DevProviderConfiguration = .default,
     scopes: [String]? = nil,
-    now: (@Sendable () -> Date)? = nil,
+    clock: (any LatchkeyClock)? = nil,
     tweak: (inout OpenIDProviderConfiguration) -> Void = { _ in },
     _ body: (Harness) async throws -> Void
 ) async throws {
     let harness = try await makeHarness(
-        kind, devConfiguration: devConfiguration, scopes: scopes, now: now, tweak: tweak)
+        kind, devConfiguration: devConfiguration, scopes: scopes, clock: clock, tweak: tweak)
     do {
         try await body(harness)
     } catch {
@@ -162,15 +162,6 @@ func withHarness(
         throw error
     }
     await harness.stop()
-}
-
-/// A clock tests move by hand.
-final class ManualClock: Sendable {
-    private let offset = Mutex<TimeInterval>(0)
-    var now: Date { Date().addingTimeInterval(offset.withLock { $0 }) }
-    /// The clock as the closure stores, providers and handles take.
-    var function: @Sendable () -> Date { { self.now } }
-    func advance(_ seconds: TimeInterval) { offset.withLock { $0 += seconds } }
 }
 
 /// Plays the browser: signs in at the provider's page and follows the redirect to the listener.
