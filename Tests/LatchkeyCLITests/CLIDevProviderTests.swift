@@ -619,6 +619,26 @@ struct CLIDevProviderTests {
             #expect(!run.stdout.contains("alice-password"), "the password never shows on the terminal")
         }
     }
+
+    @Test("enum options are the parser's: a bad value is exit 2 naming the values; completions list them")
+    func enumOptions() async throws {
+        let device = try Device()
+        defer { device.cleanUp() }
+        for arguments in [
+            ["signout", "--yes", "--policy", "bogus"], ["revoke", "--type", "bogus"],
+            ["provider", "add", "p", "--issuer", "https://x.example", "--client-id", "c", "--auth-method", "bogus"],
+        ] {
+            let run = try await device.run(arguments: arguments)
+            #expect(run.status == 2, "\(arguments)")
+            #expect(run.stderr.contains("bogus"), "\(run.stderr)")
+        }
+        let policy = try await device.run("signout", "--yes", "--policy", "bogus")
+        #expect(policy.stderr.contains("always-local") && policy.stderr.contains("server-first"))
+        let completions = try await CLI.run(["--generate-completion-script", "bash"])
+        for value in ["always-local", "server-first", "device-secret", "basic", "post"] {
+            #expect(completions.stdout.contains(value), "\(value)")
+        }
+    }
 }
 
 /// A private folder for key files.

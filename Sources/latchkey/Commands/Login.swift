@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Latchkey
 import LatchkeyHTTP
+import Synchronization
 
 /// `latchkey login`.
 struct Login: AsyncParsableCommand {
@@ -39,6 +40,7 @@ struct Login: AsyncParsableCommand {
         let password = passwordStdin ? try readSecretFromStandardInput("password") : nil
         await session.retryDueOutbox()
         let tags = [Home.providerTag: entry.name]
+        let countdown = Countdown()
         let credential: Credential
         do {
             if let cognito = client as? CognitoProvider {
@@ -49,11 +51,13 @@ struct Login: AsyncParsableCommand {
                     username: username, password: password, into: session.store, tags: tags, makeDefault: makeDefault)
             } else if let openID = client as? OpenIDProvider {
                 credential = try await openID.signIn(
-                    method(password: password), into: session.store, tags: tags, makeDefault: makeDefault)
+                    method(password: password, countdown: countdown), into: session.store, tags: tags,
+                    makeDefault: makeDefault)
             } else {
                 throw CLIError.input("This provider cannot sign in accounts.")
             }
         } catch let error as ProviderError {
+            await countdown.stop()
             Output.endProgress()
             if error.code == .storage {
                 throw CLIError.failed("The credential could not be stored: \(error)")
@@ -65,6 +69,7 @@ struct Login: AsyncParsableCommand {
             }
             throw CLIError.provider(error, doing: "Sign-in failed")
         }
+        await countdown.stop()
         Output.endProgress()
         let stored: StoredCredential
         do {
@@ -79,7 +84,7 @@ struct Login: AsyncParsableCommand {
             ["id": .string(stored.id.rawValue), "account": .string(name), "isDefault": .bool(isDefault)])
     }
 
-    private func method(password: String?) -> SignInMethod {
+    private func method(password: String?, countdown: Countdown) -> SignInMethod {
         let deadline = Date().addingTimeInterval(TimeInterval(timeout))
         if let username, let password { return .password(username: username, password: password) }
         if browser {
@@ -88,7 +93,7 @@ struct Login: AsyncParsableCommand {
                 open: { url in
                     // The URL goes to standard error, so standard output stays for the result.
                     FileHandle.standardError.write(Data("Open this URL to sign in:\n\(url.absoluteString)\n".utf8))
-                    Countdown.start(until: deadline, "Waiting for the browser")
+                    countdown.start(until: deadline, "Waiting for the browser")
                 })
         }
         return .deviceCode(prompt: { authorization in
@@ -97,16 +102,19 @@ struct Login: AsyncParsableCommand {
                 Data(
                     "Enter the code \(authorization.userCode) at \(authorization.verificationURI.absoluteString)\n(or open \(uri.absoluteString))\n"
                         .utf8))
-            Countdown.start(until: authorization.expiresAt, "Waiting for the device code")
+            countdown.start(until: authorization.expiresAt, "Waiting for the device code")
         })
     }
 }
 
-/// A countdown on a terminal while the user signs in elsewhere; nothing on a pipe.
-enum Countdown {
-    static func start(until deadline: Date, _ text: String) {
+/// A countdown on a terminal while the user signs in elsewhere (nothing on a pipe): a task that
+/// is cancelled as soon as the sign-in ends, whichever way.
+final class Countdown: Sendable {
+    private let task = Mutex<Task<Void, Never>?>(nil)
+
+    func start(until deadline: Date, _ text: String) {
         guard Output.errorIsTerminal else { return }
-        Task.detached {
+        let ticking = Task {
             while !Task.isCancelled {
                 let remaining = deadline.timeIntervalSinceNow.rounded(.down)
                 let left = remaining.isFinite ? Int(min(max(remaining, -1), 99 * 3_600)) : -1
@@ -115,5 +123,16 @@ enum Countdown {
                 try? await Task.sleep(for: .seconds(1))
             }
         }
+        task.withLock { $0 = ticking }
+    }
+
+    /// Stops the countdown and waits until it has stopped writing.
+    func stop() async {
+        let ticking = task.withLock { current -> Task<Void, Never>? in
+            defer { current = nil }
+            return current
+        }
+        ticking?.cancel()
+        await ticking?.value
     }
 }

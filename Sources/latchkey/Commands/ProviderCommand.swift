@@ -3,6 +3,11 @@ import Foundation
 import Latchkey
 import LatchkeySQLite
 
+/// How a client authenticates to the provider.
+enum AuthMethod: String, CaseIterable, ExpressibleByArgument {
+    case none, basic, post
+}
+
 /// `latchkey provider add | list | remove`.
 struct ProviderCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -20,8 +25,8 @@ struct ProviderCommand: AsyncParsableCommand {
         @Flag(name: .customLong("client-secret-stdin"), help: "Read the client secret from standard input.")
         var clientSecretStdin = false
         @Option(help: "The scopes to ask for, space separated.") var scope: String?
-        @Option(name: .customLong("auth-method"), help: "Client authentication: none, basic or post.")
-        var authMethod: String?
+        @Option(name: .customLong("auth-method"), help: "Client authentication.")
+        var authMethod: AuthMethod?
         @Option(
             name: .customLong("endpoint"),
             help:
@@ -57,9 +62,6 @@ struct ProviderCommand: AsyncParsableCommand {
                     throw ValidationError("--issuer must be https (plain http only on loopback).")
                 }
             }
-            if let authMethod, !["none", "basic", "post"].contains(authMethod) {
-                throw ValidationError("--auth-method must be none, basic or post.")
-            }
             for endpoint in endpoints {
                 let parts = endpoint.split(separator: "=", maxSplits: 1).map(String.init)
                 guard parts.count == 2, EndpointKind(rawValue: parts[0]) != nil, URL(string: parts[1])?.host != nil
@@ -76,8 +78,8 @@ struct ProviderCommand: AsyncParsableCommand {
                 throw CLIError.input("A provider named \(name) exists; remove it first.")
             }
             let secret = clientSecretStdin ? try readSecretFromStandardInput("client secret") : nil
-            if authMethod.map({ $0 != "none" }) == true, secret == nil {
-                throw CLIError.input("--auth-method \(authMethod ?? "") needs --client-secret-stdin.")
+            if let authMethod, authMethod != .none, secret == nil {
+                throw CLIError.input("--auth-method \(authMethod.rawValue) needs --client-secret-stdin.")
             }
             var endpointMap: [String: String] = [:]
             for endpoint in endpoints {
@@ -92,7 +94,7 @@ struct ProviderCommand: AsyncParsableCommand {
             let entry = ProviderEntry(
                 name: name, kind: cognito ? .cognito : .openid, clientID: clientID, issuer: issuer,
                 sealedClientSecret: sealedSecret,
-                scopes: scope.map { $0.split(separator: " ").map(String.init) }, authMethod: authMethod,
+                scopes: scope.map { $0.split(separator: " ").map(String.init) }, authMethod: authMethod?.rawValue,
                 endpoints: endpointMap.isEmpty ? nil : endpointMap,
                 allowsPasswordGrant: allowPasswordGrant ? true : nil, region: region, userPoolID: userPoolID,
                 endpointURL: endpointURL)

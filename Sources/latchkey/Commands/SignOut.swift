@@ -21,7 +21,7 @@ struct SignOut: AsyncParsableCommand {
     @Flag(name: .customLong("all-accounts"), help: "Sign every account out.") var allAccounts = false
     @Flag(help: "Sign out on every device (the provider's global sign-out).") var global = false
     @Flag(name: .customLong("end-session"), help: "End the provider's session too.") var endSession = false
-    @Option(help: "always-local (default) or server-first.") var policy: String = "always-local"
+    @Option(help: "What a failed server step means.") var policy: SignOutPolicy = .alwaysLocal
     @Flag(help: "Do not ask.") var yes = false
     @Flag(
         name: .customLong("show-urls"),
@@ -29,9 +29,6 @@ struct SignOut: AsyncParsableCommand {
     var showURLs = false
 
     func validate() throws {
-        guard SignOutPolicy(rawValue: policy) != nil else {
-            throw ValidationError("--policy must be always-local or server-first.")
-        }
         if allAccounts, account != nil { throw ValidationError("Name an account or use --all-accounts, not both.") }
     }
 
@@ -88,7 +85,7 @@ struct SignOut: AsyncParsableCommand {
         await session.retryDueOutbox()
         let options = SignOutOptions(
             global: isGlobal, endProviderSession: endSession, revokeTokens: true,
-            policy: SignOutPolicy(rawValue: policy) ?? .alwaysLocal)
+            policy: policy)
         let result = await session.store.signOut(scope, options: options)
         show(result)
         switch result {

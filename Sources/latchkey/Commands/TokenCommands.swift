@@ -10,11 +10,11 @@ struct TokenCommand: AsyncParsableCommand {
     @Argument(help: "An account id, username or email; the default account if left out.") var account: String?
 
     func run() async throws {
-        let session = try await global.location.openStore()
-        let stored = try await session.account(account)
-        let credential = try await session.credential(stored)
         // Only go to the network (and retry the outbox) when the token must be refreshed.
-        if stored.token.accessToken == nil || stored.token.expires(within: 60) { await session.retryDueOutbox() }
+        let credential = try await global.account(account) {
+            $0.token.accessToken == nil || $0.token.expires(within: 60)
+        }
+        .credential
         let token: String
         do {
             token = try await credential.accessToken()
@@ -36,13 +36,11 @@ struct Refresh: AsyncParsableCommand {
     @Argument(help: "An account id, username or email; the default account if left out.") var account: String?
 
     func run() async throws {
-        let session = try await global.location.openStore()
-        let stored = try await session.account(account)
-        await session.retryDueOutbox()
-        let credential = try await session.credential(stored)
+        let context = try await global.account(account)
+        let stored = context.stored
         let token: Token
         do {
-            token = try await credential.refresh()
+            token = try await context.credential.refresh()
         } catch {
             throw CLIError.provider(error, doing: "Refresh failed")
         }
@@ -64,10 +62,7 @@ struct UserInfo: AsyncParsableCommand {
     @Argument(help: "An account id, username or email; the default account if left out.") var account: String?
 
     func run() async throws {
-        let session = try await global.location.openStore()
-        let stored = try await session.account(account)
-        await session.retryDueOutbox()
-        let credential = try await session.credential(stored)
+        let credential = try await global.account(account).credential
         let claims: [String: JSONValue]
         do {
             claims = try await credential.userInfo()
@@ -97,19 +92,10 @@ struct Revoke: AsyncParsableCommand {
         abstract: "Revoke the account's tokens at the provider (RFC 7009); revoked tokens leave this device.")
     @OptionGroup var global: GlobalOptions
     @Argument(help: "An account id, username or email; the default account if left out.") var account: String?
-    @Option(name: .customLong("type"), help: "access, refresh, device-secret or all.") var type: String = "all"
-
-    func validate() throws {
-        guard RevocationScope(rawValue: type) != nil else {
-            throw ValidationError("--type must be access, refresh, device-secret or all.")
-        }
-    }
+    @Option(name: .customLong("type"), help: "Which tokens.") var type: RevocationScope = .all
 
     func run() async throws {
-        let session = try await global.location.openStore()
-        let stored = try await session.account(account)
-        await session.retryDueOutbox()
-        let result = try await session.credential(stored).revoke(RevocationScope(rawValue: type) ?? .all)
+        let result = try await global.account(account).credential.revoke(type)
         let outcomes = result.outcomes.sorted { $0.key.rawValue < $1.key.rawValue }
         if global.json {
             var fields: [String: JSONValue] = ["removedFromStore": .bool(result.removedFromStore)]

@@ -332,3 +332,24 @@ struct Session {
         _ = await store.drainOutbox(DrainOptions(timeLimit: .seconds(3)))
     }
 }
+
+/// What a command that works on one account starts with.
+struct AccountContext {
+    let session: Session
+    let stored: StoredCredential
+    let credential: Credential
+}
+
+extension GlobalOptions {
+    /// Opens the store, finds the account `reference` names (the default one when nil), and
+    /// gets its handle; first retries what is due in the outbox when `retryingOutbox` says so
+    /// for this account (a command about to go to the network).
+    func account(_ reference: String?, retryingOutbox: (StoredCredential) -> Bool = { _ in true }) async throws
+        -> AccountContext
+    {
+        let session = try await location.openStore()
+        let stored = try await session.account(reference)
+        if retryingOutbox(stored) { await session.retryDueOutbox() }
+        return AccountContext(session: session, stored: stored, credential: try await session.credential(stored))
+    }
+}
