@@ -141,7 +141,7 @@ struct FaultMatrixTests {
                 authentication: .basic(secret: "latchkey-confidential-secret"), allowsPasswordGrant: true),
             transport: transport)
         for value in [token.accessToken, token.refreshToken, token.deviceSecret] {
-            let answer = try await inspector.introspect(value ?? "", kind: .accessToken)
+            let answer = try await inspector.introspect(try #require(value, "never issued"), kind: .accessToken)
             #expect(answer.active == false)
         }
     }
@@ -174,7 +174,8 @@ extension FaultMatrixTests {
             return
         }
         for value in [token.accessToken, token.refreshToken] {
-            #expect(try await Self.inspector(dev).introspect(value ?? "", kind: .accessToken).active == false)
+            let issued = try #require(value, "never issued")
+            #expect(try await Self.inspector(dev).introspect(issued, kind: .accessToken).active == false)
         }
     }
 

@@ -25,8 +25,10 @@ struct SignOutTests {
             try await provider.signIn(.password(username: user, password: "\(user)-password"), into: store)
         }
 
+        /// Whether `token` is active, asked of the provider. A token that was never issued is a
+        /// failure of the test, not "inactive": a sign-out test must not pass on a missing token.
         func isActive(_ token: String?) async throws -> Bool {
-            guard let token else { return false }
+            let token = try #require(token, "this token was never issued")
             return try await inspector.introspect(token, kind: .accessToken).active
         }
 

@@ -82,9 +82,10 @@ struct Harness: Sendable {
     /// An introspecting client that may look at every token of the test client.
     let inspector: OpenIDProvider
 
-    /// Whether `token` is active, asked of the provider.
+    /// Whether `token` is active, asked of the provider. A token that was never issued is a
+    /// failure of the test, not "inactive": a sign-out test must not pass on a missing token.
     func isActive(_ token: String?) async throws -> Bool {
-        guard let token else { return false }
+        let token = try #require(token, "this token was never issued")
         return try await inspector.introspect(token, kind: .accessToken).active
     }
 
