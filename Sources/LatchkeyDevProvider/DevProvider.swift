@@ -156,6 +156,7 @@ public final class DevProvider: Sendable {
 
 /// The provider could not start.
 public struct DevProviderError: Error, CustomStringConvertible {
+    /// What went wrong.
     public let description: String
 }
 

@@ -122,7 +122,7 @@ struct FaultMatrixTests {
         }
         if testCase.fails {
             #expect(step?.isRetryable == true || testCase.fault == .malformed || testCase.fault == .oversized)
-            #expect(step?.reason?.contains(token.refreshToken ?? "-") == false)
+            #expect(step?.reason?.text.contains(token.refreshToken ?? "-") == false)
         }
 
         // The faults clear: what is queued drains, a device still signed in signs out, and every

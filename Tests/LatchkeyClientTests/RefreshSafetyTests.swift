@@ -161,7 +161,7 @@ struct RefreshSafetyTests {
             let global = try #require(steps.first { $0.kind == .globalSignOut })
             #expect(global.status == .failed)
             #expect(global.isRetryable)
-            #expect(global.reason?.contains("unsupported") == false)
+            #expect(global.reason?.code == .supportUnknown)
             #expect(steps.first { $0.kind == .revoke(.refreshToken) }?.status == .queued)
             #expect(try await harness.store.all().isEmpty)
             dev.faults.isOffline = false

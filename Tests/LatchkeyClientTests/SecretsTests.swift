@@ -74,7 +74,7 @@ struct SecretsTests {
         dev.faults.isOffline = true
         let result = await store.signOut(.all, options: .global)
         texts.append("\(result)")
-        texts += result.steps.map { "\($0) \($0.reason ?? "") \(String(describing: $0.error))" }
+        texts += result.steps.map { "\($0) \($0.reason?.text ?? "") \(String(describing: $0.error))" }
         for entry in try await store.outboxEntries() {
             var dumped = ""
             dump(entry, to: &dumped)

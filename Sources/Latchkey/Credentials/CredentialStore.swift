@@ -230,7 +230,6 @@ public actor CredentialStore {
     /// credential and provider returns the same handle while one is in use, so concurrent
     /// callers share one refresh (callers of other handles and other processes wait on the
     /// store's refresh lease instead).
-
     public func credential(_ id: CredentialID, provider: any IdentityProvider) -> Credential {
         // Only a handle of this very provider object: a provider registered anew (another
         // configuration, another transport) gets a handle of its own. Two handles of one

@@ -5,35 +5,47 @@ public import JWTKit
 /// Why an ID token was rejected. Its description names the check, never the token.
 public struct IDTokenError: Error, Sendable, Hashable, CustomStringConvertible {
     /// Which check failed.
-    public enum Reason: String, Sendable, Hashable {
+    public struct Reason: Sendable, Hashable, CustomStringConvertible {
+        private enum Base: String, Sendable, Hashable {
+            case malformed, tooLarge, algorithmNotAllowed, unknownKey, invalidSignature, issuerMismatch,
+                audienceMismatch, authorizedPartyMismatch, expired, issuedInFuture, notYetValid, nonceMismatch,
+                accessTokenHashMismatch, subjectMismatch
+        }
+
+        private let base: Base
+
         /// Not a compact JWS with a JSON header and payload.
-        case malformed
+        public static let malformed = Reason(base: .malformed)
         /// Larger than ``IDTokenVerifier/maximumLength``.
-        case tooLarge
+        public static let tooLarge = Reason(base: .tooLarge)
         /// `alg` is not on the allow-list (`none` and HMAC never are), or does not fit the key.
-        case algorithmNotAllowed
+        public static let algorithmNotAllowed = Reason(base: .algorithmNotAllowed)
         /// No key in the JWKS has the token's `kid`, even after fetching the JWKS again.
-        case unknownKey
+        public static let unknownKey = Reason(base: .unknownKey)
         /// The signature does not verify.
-        case invalidSignature
+        public static let invalidSignature = Reason(base: .invalidSignature)
         /// `iss` is not the provider's issuer.
-        case issuerMismatch
+        public static let issuerMismatch = Reason(base: .issuerMismatch)
         /// `aud` does not contain the client id.
-        case audienceMismatch
+        public static let audienceMismatch = Reason(base: .audienceMismatch)
         /// `azp` is missing where it is required (several audiences) or is not the client id.
-        case authorizedPartyMismatch
+        public static let authorizedPartyMismatch = Reason(base: .authorizedPartyMismatch)
         /// `exp` has passed (beyond the leeway).
-        case expired
+        public static let expired = Reason(base: .expired)
         /// `iat` is in the future (beyond the leeway), or missing.
-        case issuedInFuture
+        public static let issuedInFuture = Reason(base: .issuedInFuture)
         /// `nbf` is in the future (beyond the leeway): not valid yet.
-        case notYetValid
+        public static let notYetValid = Reason(base: .notYetValid)
         /// `nonce` is not the one sent with the request.
-        case nonceMismatch
+        public static let nonceMismatch = Reason(base: .nonceMismatch)
         /// `at_hash` does not match the access token.
-        case accessTokenHashMismatch
+        public static let accessTokenHashMismatch = Reason(base: .accessTokenHashMismatch)
         /// `sub` changed on refresh (OpenID Connect Core §12.2).
-        case subjectMismatch
+        public static let subjectMismatch = Reason(base: .subjectMismatch)
+
+        /// The check's name.
+        public var rawValue: String { base.rawValue }
+        public var description: String { base.rawValue }
     }
 
     /// Which check failed.

@@ -4,7 +4,9 @@
 public struct CognitoError: Error, Sendable, Hashable, CustomStringConvertible {
     /// Cognito's error type, as a value that keeps types Latchkey does not know.
     public struct Kind: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+        /// Cognito's name for it, without a namespace.
         public let rawValue: String
+        /// Wraps Cognito's name for an error type.
         public init(rawValue: String) { self.rawValue = rawValue }
 
         /// The credentials or the token were refused (a wrong password, a revoked token).

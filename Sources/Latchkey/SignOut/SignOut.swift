@@ -56,7 +56,7 @@ extension CredentialStore {
             var metadata: Logger.Metadata = [
                 "credential": "\(step.account)", "step": "\(step.kind)", "status": "\(step.status.rawValue)",
             ]
-            if let reason = step.reason { metadata["reason"] = "\(reason)" }
+            if let reason = step.reason { metadata["reason"] = "\(reason.code): \(reason)" }
             if let error = step.error { metadata["error"] = "\(error)" }
             logger.debug("sign-out step", metadata: metadata)
         }
@@ -117,11 +117,14 @@ extension CredentialStore {
                 } catch {
                     steps.append(
                         SignOutStep(
-                            snapshot, .refresh, .failed, reason: error.description, error: error,
+                            snapshot, .refresh, .failed, reason: .init(.failed, error.description), error: error,
                             retryable: error.isRetryable))
                 }
             } else {
-                steps.append(SignOutStep(snapshot, .refresh, .skipped, reason: "the access token is still valid"))
+                steps.append(
+                    SignOutStep(
+                        snapshot, .refresh, .skipped,
+                        reason: .init(.accessTokenStillValid, "the access token is still valid")))
             }
         }
 
@@ -151,7 +154,9 @@ extension CredentialStore {
         do {
             guard let current = try await self.credential(for: snapshot.id) else {
                 steps.append(
-                    SignOutStep(snapshot, .localRemoval, .skipped, reason: "already removed from this device"))
+                    SignOutStep(
+                        snapshot, .localRemoval, .skipped,
+                        reason: .init(.alreadyRemoved, "already removed from this device")))
                 return AccountSignOut(account: snapshot.id, steps: steps)
             }
             credential = current
@@ -188,7 +193,8 @@ extension CredentialStore {
             } catch {
                 steps.append(
                     SignOutStep(
-                        credential, .hook(hook.name), .failed, reason: "\(error)", error: SendableError(error),
+                        credential, .hook(hook.name), .failed, reason: .init(.hookFailed, "\(error)"),
+                        error: SendableError(error),
                         retryable: true))
             }
         }
@@ -217,7 +223,9 @@ extension CredentialStore {
                 }
             }
             steps.append(
-                SignOutStep(credential, .localRemoval, .skipped, reason: "a server step failed; still signed in"))
+                SignOutStep(
+                    credential, .localRemoval, .skipped,
+                    reason: .init(.serverStepFailed, "a server step failed; still signed in")))
             let failed = steps.first { $0.status == .failed }
             return AccountSignOut(
                 account: credential.id, steps: steps,
@@ -240,13 +248,14 @@ extension CredentialStore {
                 nextAttemptAt: now().addingTimeInterval(
                     OutboxBackoff.default.delay(
                         afterAttempts: 1, retryAfter: (steps[index].error as? ProviderError)?.retryAfter)),
-                lastError: steps[index].reason)
+                lastError: steps[index].reason?.text)
             do {
                 try await outbox.enqueue(entry, limit: outboxLimit)
                 steps[index].status = .queued
                 steps[index].isRetryable = true
             } catch {
-                steps[index].reason = "\(steps[index].reason ?? "failed"); it could not be queued: \(error)"
+                steps[index].reason = .init(
+                    .notQueued, "\(steps[index].reason?.text ?? "failed"); it could not be queued: \(error)")
                 notQueued = notQueued ?? error
             }
         }
@@ -256,7 +265,9 @@ extension CredentialStore {
             steps.append(
                 SignOutStep(
                     credential, .localRemoval, .skipped,
-                    reason: "a revocation could be neither sent nor queued; the account stays so its token is not lost")
+                    reason: .init(
+                        .notQueued,
+                        "a revocation could be neither sent nor queued; the account stays so its token is not lost"))
             )
             return AccountSignOut(
                 account: credential.id, steps: steps,
@@ -275,7 +286,7 @@ extension CredentialStore {
         } catch {
             steps.append(
                 SignOutStep(
-                    credential, .localRemoval, .failed, reason: error.description, error: error,
+                    credential, .localRemoval, .failed, reason: .init(.failed, error.description), error: error,
                     retryable: error.isRetryable))
             return AccountSignOut(
                 account: credential.id, steps: steps,
@@ -303,10 +314,10 @@ extension CredentialStore {
             case .endsWithRefreshToken?:
                 return SignOutStep(
                     credential, .revoke(kind), .skipped,
-                    reason: "the provider revokes it together with the refresh token")
+                    reason: .init(.endsWithRefreshToken, "the provider revokes it together with the refresh token"))
             case .failed(let error)?:
                 return SignOutStep(
-                    credential, .revoke(kind), .failed, reason: error.description, error: error,
+                    credential, .revoke(kind), .failed, reason: .init(.failed, error.description), error: error,
                     retryable: error.isRetryable)
             case .notPresent?, nil:
                 return nil
@@ -322,17 +333,19 @@ extension CredentialStore {
         do throws(ProviderError) {
             if let url = try await provider.endSession(idToken: credential.token.idToken) {
                 return SignOutStep(
-                    credential, .endSession, .skipped, reason: "the provider needs a browser to end its session",
+                    credential, .endSession, .skipped,
+                    reason: .init(.needsBrowser, "the provider needs a browser to end its session"),
                     browserURL: url)
             }
             return SignOutStep(credential, .endSession, .succeeded)
         } catch {
             if error.code == .unsupported && !plan.options.endProviderSession {
                 return SignOutStep(
-                    credential, .endSession, .skipped, reason: "the provider has no end-session endpoint")
+                    credential, .endSession, .skipped,
+                    reason: .init(.noEndSessionEndpoint, "the provider has no end-session endpoint"))
             }
             return SignOutStep(
-                credential, .endSession, .failed, reason: error.description, error: error,
+                credential, .endSession, .failed, reason: .init(.failed, error.description), error: error,
                 retryable: error.isRetryable)
         }
     }
@@ -345,26 +358,31 @@ extension CredentialStore {
         case .failure(let error)?:
             return SignOutStep(
                 credential, .globalSignOut, .failed,
-                reason:
-                    "whether the provider has a global sign-out could not be found out (\(error)); fell back to revoking the grant and ending the provider session",
+                reason: .init(
+                    .supportUnknown,
+                    "whether the provider has a global sign-out could not be found out (\(error)); fell back to revoking the grant and ending the provider session"
+                ),
                 error: error, retryable: error.isRetryable)
         case .success(false)?, nil:
             return SignOutStep(
                 credential, .globalSignOut, .skipped,
-                reason: "unsupported by the provider; fell back to revoking the grant and ending the provider session")
+                reason: .init(
+                    .unsupported,
+                    "unsupported by the provider; fell back to revoking the grant and ending the provider session"))
         case .success(true)?:
             break
         }
         guard let accessToken else {
             return SignOutStep(
-                credential, .globalSignOut, .failed, reason: "no valid access token to sign out with", retryable: true)
+                credential, .globalSignOut, .failed,
+                reason: .init(.noAccessToken, "no valid access token to sign out with"), retryable: true)
         }
         do throws(ProviderError) {
             try await provider.globalSignOut(accessToken: accessToken)
             return SignOutStep(credential, .globalSignOut, .succeeded)
         } catch {
             return SignOutStep(
-                credential, .globalSignOut, .failed, reason: error.description, error: error,
+                credential, .globalSignOut, .failed, reason: .init(.failed, error.description), error: error,
                 retryable: error.isRetryable)
         }
     }
@@ -372,7 +390,8 @@ extension CredentialStore {
     private static func noProvider(_ credential: StoredCredential, _ kind: SignOutStep.Kind) -> SignOutStep {
         SignOutStep(
             credential, kind, .failed,
-            reason: "no provider is registered for \(credential.token.provider); register it with the store",
+            reason: .init(
+                .noProvider, "no provider is registered for \(credential.token.provider); register it with the store"),
             retryable: true)
     }
 

@@ -113,7 +113,7 @@ public struct SignOutStep: Sendable, CustomStringConvertible {
     /// What became of it.
     public var status: Status
     /// Why it failed, was skipped or was queued (no secrets).
-    public var reason: String?
+    public var reason: Reason?
     /// The error, when it failed or was queued.
     public var error: (any Error & Sendable)?
     /// Whether trying again later can help (failed and queued steps).
@@ -122,7 +122,7 @@ public struct SignOutStep: Sendable, CustomStringConvertible {
     public var browserURL: URL?
 
     init(
-        _ credential: StoredCredential, _ kind: Kind, _ status: Status, reason: String? = nil,
+        _ credential: StoredCredential, _ kind: Kind, _ status: Status, reason: Reason? = nil,
         error: (any Error & Sendable)? = nil, retryable: Bool = false, browserURL: URL? = nil
     ) {
         self.account = credential.id
@@ -139,6 +139,64 @@ public struct SignOutStep: Sendable, CustomStringConvertible {
         var text = "\(accountName ?? account.rawValue): \(kind) \(status.rawValue)"
         if let reason { text += " (\(reason))" }
         return text
+    }
+}
+
+extension SignOutStep {
+    /// Why a step failed, was skipped or was queued: a code to compare, and a text to show.
+    public struct Reason: Sendable, Hashable, CustomStringConvertible {
+        /// The reason, as a value to compare with `==`.
+        public struct Code: Sendable, Hashable, CustomStringConvertible {
+            private enum Base: String, Sendable, Hashable {
+                case failed, accessTokenStillValid, endsWithRefreshToken, unsupported, supportUnknown, needsBrowser,
+                    noEndSessionEndpoint, alreadyRemoved, serverStepFailed, notQueued, noProvider, noAccessToken,
+                    hookFailed
+            }
+
+            private let base: Base
+
+            /// The step failed; the text is the error's description.
+            public static let failed = Code(base: .failed)
+            /// The refresh was not needed: the access token is still valid.
+            public static let accessTokenStillValid = Code(base: .accessTokenStillValid)
+            /// Not revoked on its own: the provider revokes it together with the refresh token.
+            public static let endsWithRefreshToken = Code(base: .endsWithRefreshToken)
+            /// The provider has no global sign-out; the grant was revoked and the session ended instead.
+            public static let unsupported = Code(base: .unsupported)
+            /// Whether the provider has a global sign-out could not be found out (it was unreachable).
+            public static let supportUnknown = Code(base: .supportUnknown)
+            /// The provider needs a browser to end its session: see ``SignOutStep/browserURL``.
+            public static let needsBrowser = Code(base: .needsBrowser)
+            /// The provider has no end-session endpoint.
+            public static let noEndSessionEndpoint = Code(base: .noEndSessionEndpoint)
+            /// The credential was no longer on this device.
+            public static let alreadyRemoved = Code(base: .alreadyRemoved)
+            /// Local removal was skipped: a server step failed under ``SignOutPolicy/serverFirst``.
+            public static let serverStepFailed = Code(base: .serverStepFailed)
+            /// A revocation could be neither sent nor queued: the account stays, so its token is not lost.
+            public static let notQueued = Code(base: .notQueued)
+            /// No provider is registered for the credential's issuer and client.
+            public static let noProvider = Code(base: .noProvider)
+            /// There was no valid access token to sign out with.
+            public static let noAccessToken = Code(base: .noAccessToken)
+            /// An application hook threw.
+            public static let hookFailed = Code(base: .hookFailed)
+
+            public var description: String { base.rawValue }
+        }
+
+        /// What kind of reason.
+        public var code: Code
+        /// The reason in words (no secrets).
+        public var text: String
+
+        /// Creates a reason.
+        public init(_ code: Code, _ text: String) {
+            self.code = code
+            self.text = text
+        }
+
+        public var description: String { text }
     }
 }
 

@@ -108,13 +108,25 @@ public struct StorageDeletion: Sendable, Hashable {
 /// A stored record that cannot be read. Latchkey leaves it as it is and reports it.
 public struct DamagedRecord: Error, Sendable, Hashable, CustomStringConvertible {
     /// What kind of record.
-    public enum Kind: String, Sendable, Hashable {
+    public struct Kind: Sendable, Hashable, CustomStringConvertible {
+        private enum Base: String, Sendable, Hashable {
+            case credential
+            case outboxEntry = "outbox-entry"
+            case defaultMarker = "default-marker"
+        }
+
+        private let base: Base
+
         /// A credential (an account).
-        case credential
+        public static let credential = Kind(base: .credential)
         /// A revocation waiting in the outbox.
-        case outboxEntry = "outbox-entry"
+        public static let outboxEntry = Kind(base: .outboxEntry)
         /// The marker of the default account.
-        case defaultMarker = "default-marker"
+        public static let defaultMarker = Kind(base: .defaultMarker)
+
+        /// The kind's name.
+        public var rawValue: String { base.rawValue }
+        public var description: String { base.rawValue }
     }
 
     /// What kind of record.

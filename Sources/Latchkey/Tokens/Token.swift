@@ -2,8 +2,9 @@ public import Foundation
 
 /// The tokens one sign-in produced, with what is known about them.
 ///
-/// A `Token` always holds an access token; it usually holds a refresh token and an ID token, and
-/// sometimes a device secret (OpenID Connect Native SSO). It is a value: storing, refreshing and
+/// A `Token` holds an access token from its sign-in or refresh until that access token is revoked
+/// (``accessToken`` is then `nil` until a refresh replaces it); it usually holds a refresh token
+/// and an ID token, and sometimes a device secret (OpenID Connect Native SSO). It is a value: storing, refreshing and
 /// revoking are done by ``CredentialStore`` and the provider types.
 ///
 /// Neither `description` nor `debugDescription` (nor a `dump`) ever shows a token value.

@@ -45,17 +45,27 @@ public struct HTTPTransportResponse: Sendable {
 /// Why a request got no HTTP response.
 public struct TransportError: Error, Sendable, CustomStringConvertible {
     /// The kind of failure.
-    public enum Kind: String, Sendable, Hashable {
+    public struct Kind: Sendable, Hashable, CustomStringConvertible {
+        private enum Base: String, Sendable, Hashable {
+            case connectionFailed, timedOut, bodyTooLarge, invalidURL, cancelled
+        }
+
+        private let base: Base
+
         /// The connection could not be made, or was closed before a response.
-        case connectionFailed
+        public static let connectionFailed = Kind(base: .connectionFailed)
         /// No response within the timeout.
-        case timedOut
+        public static let timedOut = Kind(base: .timedOut)
         /// The response body was larger than allowed.
-        case bodyTooLarge
+        public static let bodyTooLarge = Kind(base: .bodyTooLarge)
         /// The URL is not one Latchkey will send to (malformed, or http to a non-loopback host).
-        case invalidURL
+        public static let invalidURL = Kind(base: .invalidURL)
         /// The task was cancelled.
-        case cancelled
+        public static let cancelled = Kind(base: .cancelled)
+
+        /// The kind's name.
+        public var rawValue: String { base.rawValue }
+        public var description: String { base.rawValue }
     }
 
     /// The kind of failure.

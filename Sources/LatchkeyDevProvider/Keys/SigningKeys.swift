@@ -182,7 +182,7 @@ struct PublishedKey: Encodable, Sendable {
 ///
 /// Generating a 2048-bit RSA key takes a noticeable fraction of a second. A test process that
 /// starts many providers can generate one set and pass it to each
-/// (``DevProvider/start(configuration:signingKeys:host:port:logger:now:)``); every provider
+/// (``DevProvider/start(configuration:signingKeys:host:port:adminToken:logger:now:)``); every provider
 /// still has its own issuer, so a token one of them signed is refused by the others' clients.
 /// Keys made by ``DevProvider/rotateKeys()`` are always new.
 public struct DevProviderSigningKeys: Sendable {

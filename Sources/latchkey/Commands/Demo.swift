@@ -153,7 +153,7 @@ struct Narrator {
     func report(_ result: SignOutResult) {
         for step in result.steps {
             var line = "   · \(step.accountName ?? "?"): \(step.kind) \(step.status.rawValue)"
-            if step.status != .succeeded, let reason = step.reason { line += " (\(reason.prefix(90)))" }
+            if step.status != .succeeded, let reason = step.reason { line += " (\(reason.text.prefix(90)))" }
             Output.line(line)
         }
     }

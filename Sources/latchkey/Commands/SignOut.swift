@@ -119,7 +119,7 @@ struct SignOut: AsyncParsableCommand {
                         Report.Step(
                             account: $0.accountName ?? $0.account.rawValue, step: $0.kind.description,
                             status: $0.status.rawValue,
-                            error: $0.status == .succeeded || $0.status == .skipped ? nil : $0.reason,
+                            error: $0.status == .succeeded || $0.status == .skipped ? nil : $0.reason?.text,
                             retryable: $0.isRetryable)
                     },
                     browserURLs: result.browserURLs.isEmpty
