@@ -12,6 +12,18 @@ struct IDTokenChecks: Sendable {
     let keys: JWKSCache<ContinuousClock>
     let logger: Logger
 
+    /// Checks with a key set that `fetch` fetches, once for many callers (see ``JWKSCache``).
+    init(
+        clientID: String, algorithms: Set<String>, leeway: TimeInterval, logger: Logger,
+        fetch: @escaping @Sendable () async throws(ProviderError) -> JWKS
+    ) {
+        self.clientID = clientID
+        self.algorithms = algorithms
+        self.leeway = leeway
+        self.keys = JWKSCache(clock: ContinuousClock(), fetch: fetch)
+        self.logger = logger
+    }
+
     func verify(
         _ idToken: String, issuer: String, nonce: String? = nil, accessToken: String? = nil, subject: String? = nil,
         now: Date

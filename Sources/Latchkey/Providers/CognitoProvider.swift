@@ -174,11 +174,8 @@ public actor CognitoProvider: IdentityProvider {
         if let idTokenChecks { return idTokenChecks }
         let checks = IDTokenChecks(
             clientID: configuration.clientID, algorithms: IDTokenVerifier.defaultAlgorithms,
-            leeway: configuration.leeway,
-            keys: JWKSCache(clock: ContinuousClock()) { () async throws(ProviderError) -> JWKS in
-                try await self.fetchJWKS()
-            },
-            logger: logger)
+            leeway: configuration.leeway, logger: logger
+        ) { () async throws(ProviderError) -> JWKS in try await self.fetchJWKS() }
         idTokenChecks = checks
         return checks
     }

@@ -195,12 +195,9 @@ public actor OpenIDProvider: IdentityProvider {
     private var idTokens: IDTokenChecks {
         if let idTokenChecks { return idTokenChecks }
         let checks = IDTokenChecks(
-            clientID: configuration.clientID, algorithms: configuration.idTokenAlgorithms,
-            leeway: configuration.leeway,
-            keys: JWKSCache(clock: ContinuousClock()) { () async throws(ProviderError) -> JWKS in
-                try await self.fetchJWKS()
-            },
-            logger: logger)
+            clientID: configuration.clientID, algorithms: configuration.idTokenAlgorithms, leeway: configuration.leeway,
+            logger: logger
+        ) { () async throws(ProviderError) -> JWKS in try await self.fetchJWKS() }
         idTokenChecks = checks
         return checks
     }
