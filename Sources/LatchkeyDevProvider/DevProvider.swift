@@ -28,16 +28,22 @@ public final class DevProvider: Sendable {
     /// The token the `/admin` endpoints require, as `Authorization: Bearer TOKEN`: random per run
     /// unless one was given.
     public let adminToken: String
+    /// The name of the Ping journey sessions' header, as `serverinfo` gives it: random per run
+    /// unless the configuration names one.
+    public let sessionCookieName: String
     private let state: ProviderState
+    private let journeys: JourneyState
     private let group: ServiceGroup
     private let task: Task<Void, any Error>
 
     private init(
         issuer: URL, faults: DevProviderFaults, configuration: DevProviderConfiguration, adminToken: String,
-        state: ProviderState, group: ServiceGroup, task: Task<Void, any Error>
+        journeys: JourneyState, state: ProviderState, group: ServiceGroup, task: Task<Void, any Error>
     ) {
         self.issuer = issuer
         self.adminToken = adminToken
+        self.sessionCookieName = journeys.cookieName
+        self.journeys = journeys
         self.faults = faults
         self.configuration = configuration
         self.state = state
@@ -71,9 +77,11 @@ public final class DevProvider: Sendable {
         let state = try await ProviderState(
             configuration: configuration, signingKeys: signingKeys ?? DevProviderSigningKeys.generate(), now: now)
         let faults = DevProviderFaults()
+        let journeys = JourneyState(configuration: configuration, now: now)
         let (ports, portContinuation) = AsyncStream<Int>.makeStream()
         let application = buildApplication(
-            state: state, faults: faults, configuration: configuration, adminToken: adminToken, host: host, port: port,
+            state: state, journeys: journeys, faults: faults, configuration: configuration, adminToken: adminToken,
+            host: host, port: port,
             logger: logger,
             onServerRunning: { channel in
                 portContinuation.yield(channel.localAddress?.port ?? 0)
@@ -97,8 +105,8 @@ public final class DevProvider: Sendable {
         }
         await state.setIssuer(issuer.absoluteString)
         return DevProvider(
-            issuer: issuer, faults: faults, configuration: configuration, adminToken: adminToken, state: state,
-            group: group, task: task)
+            issuer: issuer, faults: faults, configuration: configuration, adminToken: adminToken,
+            journeys: journeys, state: state, group: group, task: task)
     }
 
     /// Serves until the process receives SIGINT or SIGTERM, calling `onStart` with the provider
@@ -145,9 +153,25 @@ public final class DevProvider: Sendable {
         await state.setAccessTokenLifetime(seconds)
     }
 
-    /// The URL of one of the provider's endpoints.
+    /// How many journey sessions of `username` are live: what a test of a sign-out checks on
+    /// the server's side.
+    public func liveJourneySessions(of username: String) async -> Int {
+        await journeys.liveSessions(of: username)
+    }
+
+    /// The URL of one of the provider's endpoints (the journey ones in the configured realm).
     public func url(_ endpoint: DevProviderEndpoint) -> URL {
-        issuer.appendingPathComponent(String(endpoint.path.dropFirst()))
+        let url = issuer.appendingPathComponent(String(endpoint.path(realm: configuration.realm).dropFirst()))
+        guard let query = endpoint.query, var components = URLComponents(url: url, resolvingAgainstBaseURL: false)
+        else { return url }
+        components.percentEncodedQuery = query
+        return components.url ?? url
+    }
+
+    /// The OAuth issuer of the Ping realm: `ISSUER/oauth2/realms/root/realms/REALM`. Its tokens
+    /// come from the same users and clients as the root issuer's, and name this issuer.
+    public var realmIssuer: URL {
+        issuer.appendingPathComponent(String(configuration.realmIssuerPath.dropFirst()))
     }
 
     /// The discovery key of the global sign-out endpoint: `latchkey_global_signout_endpoint`.
@@ -172,10 +196,12 @@ private struct SignalWaiter: Service {
 
 /// Builds the Hummingbird application, as Hummingbird's template does.
 func buildApplication(
-    state: ProviderState, faults: DevProviderFaults, configuration: DevProviderConfiguration, adminToken: String,
-    host: String, port: Int, logger: Logger, onServerRunning: @escaping @Sendable (any Channel) async -> Void
+    state: ProviderState, journeys: JourneyState, faults: DevProviderFaults, configuration: DevProviderConfiguration,
+    adminToken: String, host: String, port: Int, logger: Logger,
+    onServerRunning: @escaping @Sendable (any Channel) async -> Void
 ) -> some ApplicationProtocol {
-    let router = buildRouter(state: state, faults: faults, configuration: configuration, adminToken: adminToken)
+    let router = buildRouter(
+        state: state, journeys: journeys, faults: faults, configuration: configuration, adminToken: adminToken)
     return Application(
         router: router,
         configuration: .init(address: .hostname(host, port: port), serverName: nil),
@@ -184,30 +210,61 @@ func buildApplication(
 }
 
 func buildRouter(
-    state: ProviderState, faults: DevProviderFaults, configuration: DevProviderConfiguration, adminToken: String
+    state: ProviderState, journeys: JourneyState, faults: DevProviderFaults, configuration: DevProviderConfiguration,
+    adminToken: String
 ) -> Router<ProviderContext> {
     let router = Router(context: ProviderContext.self)
-    let endpoints = Endpoints(state: state, faults: faults, configuration: configuration)
+    let endpoints = Endpoints(state: state, journeys: journeys, faults: faults, configuration: configuration)
     AdminEndpoints(
         faults: faults, token: adminToken, issuer: { await state.issuer },
         rotate: { try await state.keys.rotate(now: await state.currentDate) }
     ).register(on: router)
-    let routes = router.group().add(middleware: FaultMiddleware(faults: faults))
-    routes.get(RouterPath(DevProviderEndpoint.discovery.path), use: endpoints.openIDConfiguration)
-    routes.get(RouterPath(DevProviderEndpoint.metadata.path), use: endpoints.authorizationServerMetadata)
-    routes.get(RouterPath(DevProviderEndpoint.jwks.path), use: endpoints.jwks)
-    routes.on(RouterPath(DevProviderEndpoint.authorization.path), method: .get, use: endpoints.authorize)
-    routes.on(RouterPath(DevProviderEndpoint.authorization.path), method: .post, use: endpoints.authorize)
-    routes.post(RouterPath(DevProviderEndpoint.token.path), use: endpoints.token)
-    routes.post(RouterPath(DevProviderEndpoint.revocation.path), use: endpoints.revocation)
-    routes.post(RouterPath(DevProviderEndpoint.introspection.path), use: endpoints.introspection)
-    routes.get(RouterPath(DevProviderEndpoint.userinfo.path), use: endpoints.userinfo)
-    routes.post(RouterPath(DevProviderEndpoint.userinfo.path), use: endpoints.userinfo)
-    routes.get(RouterPath(DevProviderEndpoint.endSession.path), use: endpoints.endSession)
-    routes.post(RouterPath(DevProviderEndpoint.endSession.path), use: endpoints.endSession)
-    routes.post(RouterPath(DevProviderEndpoint.globalSignOut.path), use: endpoints.globalSignOut)
-    routes.post(RouterPath(DevProviderEndpoint.deviceAuthorization.path), use: endpoints.deviceAuthorization)
-    routes.get(RouterPath(DevProviderEndpoint.deviceVerification.path), use: endpoints.device)
-    routes.post(RouterPath(DevProviderEndpoint.deviceVerification.path), use: endpoints.device)
+    let fault = FaultMiddleware(faults: faults, realm: configuration.realm)
+    // The root issuer, and the Ping realm's below /oauth2/realms/root/realms/REALM: the same
+    // OAuth endpoints, each naming its own issuer.
+    registerOAuth(endpoints, on: router.group().add(middleware: fault), realm: false)
+    registerOAuth(
+        endpoints,
+        on: router.group(RouterPath(configuration.realmIssuerPath)).add(middleware: fault).add(
+            middleware: RealmIssuerMiddleware(path: configuration.realmIssuerPath)), realm: true)
+    routes(for: endpoints, faults: faults, configuration: configuration, on: router.group().add(middleware: fault))
     return router
+}
+
+/// The OAuth endpoints of one issuer. The realm's issuer has no device flow and no global
+/// sign-out, as AM's has not.
+private func registerOAuth(_ endpoints: Endpoints, on routes: RouterGroup<ProviderContext>, realm: Bool) {
+    func path(_ endpoint: DevProviderEndpoint) -> RouterPath {
+        RouterPath(realm ? String(endpoint.path.dropFirst()) : endpoint.path)
+    }
+    routes.get(path(.discovery), use: endpoints.openIDConfiguration)
+    routes.get(path(.jwks), use: endpoints.jwks)
+    routes.on(path(.authorization), method: .get, use: endpoints.authorize)
+    routes.on(path(.authorization), method: .post, use: endpoints.authorize)
+    routes.post(path(.token), use: endpoints.token)
+    routes.post(path(.revocation), use: endpoints.revocation)
+    routes.post(path(.introspection), use: endpoints.introspection)
+    routes.get(path(.userinfo), use: endpoints.userinfo)
+    routes.post(path(.userinfo), use: endpoints.userinfo)
+    routes.get(path(.endSession), use: endpoints.endSession)
+    routes.post(path(.endSession), use: endpoints.endSession)
+    guard !realm else { return }
+    routes.get(path(.metadata), use: endpoints.authorizationServerMetadata)
+    routes.post(path(.globalSignOut), use: endpoints.globalSignOut)
+    routes.post(path(.deviceAuthorization), use: endpoints.deviceAuthorization)
+    routes.get(path(.deviceVerification), use: endpoints.device)
+    routes.post(path(.deviceVerification), use: endpoints.device)
+}
+
+/// PingAM's journey and session endpoints, in the configured realm.
+private func routes(
+    for endpoints: Endpoints, faults: DevProviderFaults, configuration: DevProviderConfiguration,
+    on routes: RouterGroup<ProviderContext>
+) {
+    let journeys = JourneyEndpoints(journeys: endpoints.journeys, faults: faults)
+    let realm = configuration.realm
+    routes.post(RouterPath(DevProviderEndpoint.journey.path(realm: realm)), use: journeys.authenticate)
+    routes.get(RouterPath(DevProviderEndpoint.serverInfo.path(realm: realm)), use: journeys.serverInfo)
+    routes.get(RouterPath("/json/realms/root/realms/\(realm)/serverinfo/*"), use: journeys.serverInfo)
+    routes.post(RouterPath(DevProviderEndpoint.sessionLogout.path(realm: realm)), use: journeys.sessions)
 }

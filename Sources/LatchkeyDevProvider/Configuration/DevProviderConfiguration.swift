@@ -109,6 +109,16 @@ public struct DevProviderConfiguration: Sendable, Codable, Hashable {
     /// Whether a rotated-out refresh token that comes back revokes its whole grant, as RFC 9700
     /// §4.14.2 advises (on by default). Off, the replay is only refused with `invalid_grant`.
     public var revokesGrantOnRefreshReplay: Bool
+    /// The realm of the Ping journeys (PingAM's REST API): journeys at
+    /// `/json/realms/root/realms/REALM/authenticate`, its OAuth issuer at
+    /// `/oauth2/realms/root/realms/REALM`. `alpha` by default, as on Advanced Identity Cloud.
+    public var realm: String
+    /// The name of the journey sessions' header and cookie, as `serverinfo` gives it. `nil`
+    /// (the default): a random one each run, as Advanced Identity Cloud has.
+    public var sessionCookieName: String?
+
+    /// The realm unless one is configured: `alpha`.
+    public static let defaultRealm = "alpha"
 
     /// Creates a configuration.
     public init(
@@ -124,7 +134,9 @@ public struct DevProviderConfiguration: Sendable, Codable, Hashable {
         keyGracePeriod: Int = 3_600,
         omittedFromOpenIDConfiguration: [String] = [],
         passwordGrantIssuesIDToken: Bool = true,
-        revokesGrantOnRefreshReplay: Bool = true
+        revokesGrantOnRefreshReplay: Bool = true,
+        realm: String = DevProviderConfiguration.defaultRealm,
+        sessionCookieName: String? = nil
     ) {
         self.users = users
         self.clients = clients
@@ -139,6 +151,8 @@ public struct DevProviderConfiguration: Sendable, Codable, Hashable {
         self.omittedFromOpenIDConfiguration = omittedFromOpenIDConfiguration
         self.passwordGrantIssuesIDToken = passwordGrantIssuesIDToken
         self.revokesGrantOnRefreshReplay = revokesGrantOnRefreshReplay
+        self.realm = realm
+        self.sessionCookieName = sessionCookieName
     }
 
     /// The default users and clients.
@@ -194,7 +208,12 @@ public struct DevProviderConfiguration: Sendable, Codable, Hashable {
             try container.decodeIfPresent(Bool.self, forKey: .passwordGrantIssuesIDToken) ?? true
         revokesGrantOnRefreshReplay =
             try container.decodeIfPresent(Bool.self, forKey: .revokesGrantOnRefreshReplay) ?? true
+        realm = try container.decodeIfPresent(String.self, forKey: .realm) ?? Self.defaultRealm
+        sessionCookieName = try container.decodeIfPresent(String.self, forKey: .sessionCookieName)
     }
+
+    /// The path of the realm's OAuth issuer below the provider's base URL.
+    var realmIssuerPath: String { "/oauth2/realms/root/realms/\(realm)" }
 
     func user(named username: String) -> User? { users.first { $0.username == username } }
     func user(subject: String) -> User? { users.first { $0.sub == subject } }

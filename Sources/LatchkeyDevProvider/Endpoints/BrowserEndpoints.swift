@@ -26,7 +26,7 @@ extension Endpoints {
         let state = try? parameters["state"]
         // RFC 9207: every authorization response names its issuer, so a client talking to
         // several providers can tell whose answer it is (mix-up attacks).
-        let issuer = await self.state.issuer
+        let issuer = await issuer(context)
         func fail(_ error: String, _ description: String) -> Response {
             Reply.redirect(
                 Reply.url(
@@ -67,7 +67,8 @@ extension Endpoints {
 
         func issue(_ session: ProviderState.Session, setCookie: String? = nil) async -> Response {
             let code = await self.state.issueCode(
-                clientID: client.clientID, redirectURI: redirectURI, session: session, scopes: scopes, nonce: nonce,
+                issuer: issuer, clientID: client.clientID, redirectURI: redirectURI, session: session, scopes: scopes,
+                nonce: nonce,
                 codeChallenge: challenge)
             var response = Reply.redirect(
                 Reply.url(redirectURI, adding: [("code", code), ("state", state), ("iss", issuer)]))
@@ -78,13 +79,22 @@ extension Endpoints {
             return response
         }
 
+        // A journey session in its header (PingAM's way of authorizing without a browser): a
+        // new OAuth session of its own, so that ending either leaves the other's tokens alone.
+        if let header = HTTPField.Name(journeys.cookieName), let value = request.headers[header] {
+            faults.increment("authorize.session")
+            if let journeySession = await journeys.session(value) {
+                return await issue(await self.state.startSession(authorizedBy: journeySession))
+            }
+        }
         if request.method == .post, let username = try parameters["username"] {
             guard
                 let user = await self.state.checkPassword(
                     username: username, password: (try parameters["password"]) ?? "")
             else {
                 return Reply.html(
-                    signInForm(parameters, error: "The username or password is wrong."), status: .unauthorized)
+                    signInForm(parameters, error: "The username or password is wrong.", context: context),
+                    status: .unauthorized)
             }
             let started = await self.state.startBrowserSession(username: user.username)
             guard let session = await self.state.browserSession(cookie: started.cookie) else {
@@ -102,10 +112,10 @@ extension Endpoints {
         if !prompt.contains("login"), let session = await self.state.browserSession(cookie: cookie) {
             return await issue(session)
         }
-        return Reply.html(signInForm(parameters, error: nil))
+        return Reply.html(signInForm(parameters, error: nil, context: context))
     }
 
-    private func signInForm(_ parameters: Parameters, error: String?) -> String {
+    private func signInForm(_ parameters: Parameters, error: String?, context: ProviderContext) -> String {
         let hidden = parameters.values.filter { !["username", "password", "prompt"].contains($0.key) }
             .sorted { $0.key < $1.key }
             .map { #"<input type="hidden" name="\#(Reply.escape($0.key))" value="\#(Reply.escape($0.value))">"# }
@@ -113,7 +123,7 @@ extension Endpoints {
         return """
             <h1>Sign in</h1>
             \(error.map { #"<p class="error">\#(Reply.escape($0))</p>"# } ?? "")
-            <form method="post" action="\(DevProviderEndpoint.authorization.path)">
+            <form method="post" action="\(context.issuerPath + DevProviderEndpoint.authorization.path)">
             \(hidden)
             <label>Username <input name="username" autocomplete="username"></label>
             <label>Password <input name="password" type="password" autocomplete="current-password"></label>
@@ -176,7 +186,7 @@ extension Endpoints {
         if let hintText {
             // An expired ID token is still a valid hint (§2); only the signature and issuer count.
             guard let claims = try? await state.keys.verify(hintText, now: await state.currentDate),
-                claims["iss"]?.string == (await state.issuer)
+                claims["iss"]?.string == (await issuer(context))
             else {
                 return Reply.html("<h1>Invalid request</h1><p>id_token_hint is not valid.</p>", status: .badRequest)
             }
@@ -214,11 +224,14 @@ extension Endpoints {
             return Reply.html(
                 """
                 <h1>Sign out?</h1>
-                <form method="post" action="\(DevProviderEndpoint.endSession.path)">\(hidden)
+                <form method="post" action="\(context.issuerPath + DevProviderEndpoint.endSession.path)">\(hidden)
                 <button type="submit" name="confirm" value="yes">Sign out</button></form>
                 """)
         }
-        if let sid { await self.state.endSession(sid: sid) }
+        if let sid, let journeySession = await self.state.endSession(sid: sid) {
+            // As in AM: the OIDC session's end is its SSO session's end.
+            await journeys.end(id: journeySession)
+        }
         var response = redirect.map(Reply.redirect) ?? Reply.html("<h1>Signed out</h1><p>You are signed out.</p>")
         if browserSession == nil || browserSession?.sid == sid {
             response.setCookie(Cookie(name: Self.sessionCookie, value: "", maxAge: 0, path: "/", httpOnly: true))

@@ -5,8 +5,14 @@ import Hummingbird
 /// The provider's HTTP endpoints over its state.
 struct Endpoints: Sendable {
     let state: ProviderState
+    let journeys: JourneyState
     let faults: DevProviderFaults
     let configuration: DevProviderConfiguration
+
+    /// The issuer a request is for: the root one, or the Ping realm's.
+    func issuer(_ context: ProviderContext) async -> String {
+        await state.issuer + context.issuerPath
+    }
 
     /// The discovery key under which the global sign-out endpoint is advertised. It is not a
     /// standard: a client must know it to use it.
@@ -16,17 +22,21 @@ struct Endpoints: Sendable {
 
     /// The OpenID configuration: the metadata, less what the configuration leaves out of it.
     func openIDConfiguration(_ request: Request, _ context: ProviderContext) async throws -> Response {
-        try await discovery(omitting: configuration.omittedFromOpenIDConfiguration)
+        try await discovery(omitting: configuration.omittedFromOpenIDConfiguration, context: context)
     }
 
     /// The RFC 8414 authorization-server metadata: all of it.
     func authorizationServerMetadata(_ request: Request, _ context: ProviderContext) async throws -> Response {
-        try await discovery(omitting: [])
+        try await discovery(omitting: [], context: context)
     }
 
-    private func discovery(omitting omitted: [String]) async throws -> Response {
-        let issuer = await state.issuer
+    /// The metadata of the issuer the request is for. The Ping realm's issuer has what AM's
+    /// has: no device flow and no global sign-out.
+    private func discovery(omitting omitted: [String], context: ProviderContext) async throws -> Response {
+        let issuer = await issuer(context)
         func url(_ endpoint: DevProviderEndpoint) -> String { issuer + endpoint.path }
+        var omitted = omitted
+        if !context.issuerPath.isEmpty { omitted += ["device_authorization_endpoint", Self.globalSignOutKey] }
         let metadata: [String: Any] = [
             "issuer": issuer,
             "authorization_endpoint": url(.authorization),
@@ -40,7 +50,9 @@ struct Endpoints: Sendable {
             Self.globalSignOutKey: url(.globalSignOut),
             "response_types_supported": ["code"],
             "response_modes_supported": ["query"],
-            "grant_types_supported": DevProviderConfiguration.allGrantTypes,
+            "grant_types_supported": DevProviderConfiguration.allGrantTypes.filter {
+                context.issuerPath.isEmpty || !$0.hasSuffix("device_code")
+            },
             "subject_types_supported": ["public"],
             "id_token_signing_alg_values_supported": ["RS256", "ES256"],
             "scopes_supported": DevProviderConfiguration.defaultScopes,
@@ -85,20 +97,25 @@ struct Endpoints: Sendable {
             throw OAuthFailure.unauthorizedClient("The client may not use the grant type \(grantType).")
         }
         let answer: ProviderState.TokenAnswer
+        let issuer = await issuer(context)
         switch grantType {
         case "authorization_code":
             answer = try await state.exchangeCode(
                 try form.required("code"), client: client, redirectURI: try form["redirect_uri"],
-                verifier: try form["code_verifier"])
+                verifier: try form["code_verifier"], issuer: issuer)
         case "refresh_token":
             let scopes = try form["scope"].map(Self.scopes)
-            answer = try await state.refresh(try form.required("refresh_token"), client: client, scopes: scopes)
+            answer = try await state.refresh(
+                try form.required("refresh_token"), client: client, scopes: scopes, issuer: issuer)
         case "password":
             let scopes = try validScopes(try form["scope"], client: client)
             answer = try await state.passwordGrant(
                 client: client, username: try form.required("username"), password: try form.required("password"),
-                scopes: scopes)
+                scopes: scopes, issuer: issuer)
         default:
+            guard context.issuerPath.isEmpty else {
+                throw OAuthFailure("unsupported_grant_type", "The realm has no device flow.")
+            }
             answer = try await state.pollDevice(try form.required("device_code"), client: client)
         }
         return Reply.json(answer.mapValues(Self.jsonValue))
@@ -155,6 +172,7 @@ struct Endpoints: Sendable {
         guard request.method == .post else { throw OAuthFailure.invalidRequest("Global sign-out takes POST.") }
         let grant = try await state.authorize(accessToken: try bearerToken(request))
         let ended = await state.signOutEverywhere(username: grant.username)
+        await journeys.endAll(username: grant.username)
         return Reply.json(["sessions_ended": ended.sessions, "grants_revoked": ended.grants])
     }
 

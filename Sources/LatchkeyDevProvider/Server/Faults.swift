@@ -5,15 +5,29 @@ import NIOCore
 import Synchronization
 
 /// The provider's endpoints, as fault injection and request counters name them.
+///
+/// The Ping realm's OAuth endpoints (below `/oauth2/realms/root/realms/REALM`) count as the
+/// root issuer's endpoints of the same name: a fault on ``authorization`` applies to both.
 public enum DevProviderEndpoint: String, Sendable, Codable, CaseIterable, Hashable {
     case discovery, metadata, jwks, authorization, token, revocation, introspection, userinfo
     case endSession = "end_session"
     case globalSignOut = "global_signout"
     case deviceAuthorization = "device_authorization"
     case deviceVerification = "device"
+    /// PingAM's journey endpoint, `json/realms/root/realms/REALM/authenticate`.
+    case journey = "authenticate"
+    /// PingAM's `json/serverinfo/*`, which names the session cookie.
+    case serverInfo = "serverinfo"
+    /// PingAM's session validation, `json/realms/root/realms/REALM/sessions?_action=validate`.
+    case sessionValidation = "session_validate"
+    /// PingAM's session logout, `json/realms/root/realms/REALM/sessions?_action=logout`.
+    case sessionLogout = "session_logout"
 
-    /// The path the endpoint is served at.
-    public var path: String {
+    /// The path the endpoint is served at, in the default realm for the journey endpoints.
+    public var path: String { path(realm: DevProviderConfiguration.defaultRealm) }
+
+    /// The path the endpoint is served at, the journey endpoints in `realm`.
+    public func path(realm: String) -> String {
         switch self {
         case .discovery: "/.well-known/openid-configuration"
         case .metadata: "/.well-known/oauth-authorization-server"
@@ -27,11 +41,33 @@ public enum DevProviderEndpoint: String, Sendable, Codable, CaseIterable, Hashab
         case .globalSignOut: "/global-signout"
         case .deviceAuthorization: "/device_authorization"
         case .deviceVerification: "/device"
+        case .journey: "/json/realms/root/realms/\(realm)/authenticate"
+        case .serverInfo: "/json/serverinfo/*"
+        case .sessionValidation, .sessionLogout: "/json/realms/root/realms/\(realm)/sessions"
         }
     }
 
-    init?(path: String) {
-        guard let endpoint = Self.allCases.first(where: { $0.path == path }) else { return nil }
+    /// The query that goes with the path: the sessions endpoints' action.
+    var query: String? {
+        switch self {
+        case .sessionValidation: "_action=validate"
+        case .sessionLogout: "_action=logout"
+        default: nil
+        }
+    }
+
+    /// The endpoint a request is for, in `realm`.
+    init?(path: String, query: String?, realm: String) {
+        var path = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
+        let realmIssuer = "/oauth2/realms/root/realms/\(realm)"
+        if path.hasPrefix(realmIssuer + "/") { path = String(path.dropFirst(realmIssuer.count)) }
+        if path == "/json/realms/root/realms/\(realm)/serverinfo/*" { path = "/json/serverinfo/*" }
+        let action = Parameters(encoded: query ?? "").values["_action"]
+        guard
+            let endpoint = Self.allCases.first(where: {
+                $0.path(realm: realm) == path && ($0.query == nil || $0.query == "_action=\(action ?? "")")
+            })
+        else { return nil }
         self = endpoint
     }
 }
@@ -183,12 +219,14 @@ public final class DevProviderFaults: Sendable {
 struct FaultMiddleware: RouterMiddleware {
     typealias Context = ProviderContext
     let faults: DevProviderFaults
+    /// The realm of the journey endpoints and of the realm issuer.
+    let realm: String
 
     func handle(
         _ request: Request, context: ProviderContext,
         next: (Request, ProviderContext) async throws -> Response
     ) async throws -> Response {
-        guard let endpoint = DevProviderEndpoint(path: request.uri.path) else {
+        guard let endpoint = DevProviderEndpoint(path: request.uri.path, query: request.uri.query, realm: realm) else {
             return try await next(request, context)
         }
         faults.serving(endpoint, started: true)

@@ -6,6 +6,9 @@ import NIOCore
 struct ProviderContext: RequestContext {
     var coreContext: CoreRequestContextStorage
     let channel: any Channel
+    /// The path of the issuer the request is for, below the provider's base URL: empty for the
+    /// root issuer, the realm's (`/oauth2/realms/root/realms/alpha`) for the Ping realm.
+    var issuerPath = ""
 
     init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
@@ -20,5 +23,19 @@ struct ProviderContext: RequestContext {
         case .v6: return address.ipAddress == "::1" || address.ipAddress?.hasPrefix("::ffff:127.") == true
         case .unixDomainSocket: return true
         }
+    }
+}
+
+/// Marks the requests of the Ping realm's OAuth endpoints as the realm issuer's.
+struct RealmIssuerMiddleware: RouterMiddleware {
+    typealias Context = ProviderContext
+    let path: String
+
+    func handle(
+        _ request: Request, context: ProviderContext, next: (Request, ProviderContext) async throws -> Response
+    ) async throws -> Response {
+        var context = context
+        context.issuerPath = path
+        return try await next(request, context)
     }
 }

@@ -10,10 +10,14 @@ actor ProviderState {
         var username: String
         var authTime: Date
         var ended = false
+        /// The journey session (PingAM's SSO session) this one was authorized from, if any.
+        var journeySession: String?
     }
 
     struct Grant {
         var id: String
+        /// The issuer the grant's tokens name: the root one or the Ping realm's.
+        var issuer: String
         var clientID: String
         var username: String
         var scopes: [String]
@@ -46,6 +50,7 @@ actor ProviderState {
     }
 
     struct AuthorizationCode {
+        var issuer: String
         var clientID: String
         var redirectURI: String
         var username: String
@@ -118,10 +123,17 @@ actor ProviderState {
     }
 
     /// A new session for a sign-in (each sign-in is one "device").
-    func startSession(username: String) -> String {
+    func startSession(username: String, journeySession: String? = nil) -> String {
         let sid = Self.randomToken(bytes: 16)
-        sessions[sid] = Session(sid: sid, username: username, authTime: now())
+        sessions[sid] = Session(sid: sid, username: username, authTime: now(), journeySession: journeySession)
         return sid
+    }
+
+    /// A new OAuth session authorized by a journey session: its own session, as in AM, so that
+    /// ending the journey session revokes none of its tokens.
+    func startSession(authorizedBy journeySession: JourneyState.Session) -> Session {
+        let sid = startSession(username: journeySession.username, journeySession: journeySession.id)
+        return sessions[sid] ?? Session(sid: sid, username: journeySession.username, authTime: now())
     }
 
     /// A browser session: the sid it stands for, and the cookie value that names it.
@@ -143,20 +155,20 @@ actor ProviderState {
     // MARK: Authorization codes
 
     func issueCode(
-        clientID: String, redirectURI: String, session: Session, scopes: [String], nonce: String?,
+        issuer: String, clientID: String, redirectURI: String, session: Session, scopes: [String], nonce: String?,
         codeChallenge: String?
     ) -> String {
         let code = Self.randomToken(bytes: 24)
         codes[code] = AuthorizationCode(
-            clientID: clientID, redirectURI: redirectURI, username: session.username, sid: session.sid,
+            issuer: issuer, clientID: clientID, redirectURI: redirectURI, username: session.username, sid: session.sid,
             scopes: scopes, nonce: nonce, codeChallenge: codeChallenge, expiresAt: now().addingTimeInterval(60))
         return code
     }
 
     func exchangeCode(
-        _ code: String, client: DevProviderConfiguration.Client, redirectURI: String?, verifier: String?
+        _ code: String, client: DevProviderConfiguration.Client, redirectURI: String?, verifier: String?, issuer: String
     ) async throws -> TokenAnswer {
-        guard var record = codes[code], record.clientID == client.clientID else {
+        guard var record = codes[code], record.clientID == client.clientID, record.issuer == issuer else {
             throw OAuthFailure.invalidGrant("The authorization code is not valid.")
         }
         if record.used {
@@ -185,30 +197,32 @@ actor ProviderState {
             throw OAuthFailure.invalidGrant("The session of this code has ended.")
         }
         let grantID = newGrant(
-            clientID: client.clientID, username: record.username, scopes: record.scopes, sid: record.sid)
+            issuer: issuer, clientID: client.clientID, username: record.username, scopes: record.scopes,
+            sid: record.sid)
         codes[code]?.grantID = grantID
         return try await issueTokens(grantID: grantID, nonce: record.nonce, newDeviceSecret: true)
     }
 
     // MARK: Grants
 
-    func passwordGrant(client: DevProviderConfiguration.Client, username: String, password: String, scopes: [String])
-        async throws -> TokenAnswer
-    {
+    func passwordGrant(
+        client: DevProviderConfiguration.Client, username: String, password: String, scopes: [String], issuer: String
+    ) async throws -> TokenAnswer {
         guard let user = checkPassword(username: username, password: password) else {
             throw OAuthFailure.invalidGrant("The username or password is wrong.")
         }
         let sid = startSession(username: user.username)
-        let grantID = newGrant(clientID: client.clientID, username: user.username, scopes: scopes, sid: sid)
+        let grantID = newGrant(
+            issuer: issuer, clientID: client.clientID, username: user.username, scopes: scopes, sid: sid)
         return try await issueTokens(
             grantID: grantID, nonce: nil, newDeviceSecret: true, idToken: configuration.passwordGrantIssuesIDToken)
     }
 
-    func refresh(_ refreshToken: String, client: DevProviderConfiguration.Client, scopes requested: [String]?)
-        async throws -> TokenAnswer
-    {
+    func refresh(
+        _ refreshToken: String, client: DevProviderConfiguration.Client, scopes requested: [String]?, issuer: String
+    ) async throws -> TokenAnswer {
         guard let record = refreshTokens[refreshToken], var grant = grants[record.grantID],
-            grant.clientID == client.clientID
+            grant.clientID == client.clientID, grant.issuer == issuer
         else { throw OAuthFailure.invalidGrant("The refresh token is not valid.") }
         if record.retired {
             // A rotated-out refresh token came back: someone holds a copy. Revoke the grant.
@@ -239,9 +253,11 @@ actor ProviderState {
             keepRefreshToken: configuration.rotateRefreshTokens ? nil : refreshToken)
     }
 
-    private func newGrant(clientID: String, username: String, scopes: [String], sid: String) -> String {
+    private func newGrant(issuer: String, clientID: String, username: String, scopes: [String], sid: String)
+        -> String
+    {
         let id = Self.randomToken(bytes: 12)
-        grants[id] = Grant(id: id, clientID: clientID, username: username, scopes: scopes, sid: sid)
+        grants[id] = Grant(id: id, issuer: issuer, clientID: clientID, username: username, scopes: scopes, sid: sid)
         return id
     }
 
@@ -287,7 +303,7 @@ actor ProviderState {
         }
         let iat = Int(issued.timeIntervalSince1970)
         let accessClaims: [String: Claim] = [
-            "iss": .string(issuer), "sub": .string(user.sub), "aud": .string(issuer),
+            "iss": .string(grant.issuer), "sub": .string(user.sub), "aud": .string(grant.issuer),
             "client_id": .string(client.clientID),
             "iat": .number(iat), "exp": .number(iat + lifetime), "jti": .string(jti),
             "scope": .string(grant.scopes.joined(separator: " ")), "sid": .string(session.sid),
@@ -298,7 +314,8 @@ actor ProviderState {
         answer["access_token"] = .string(accessToken)
         if idToken && grant.scopes.contains("openid") {
             var claims = idClaims(
-                user: user, session: session, clientID: client.clientID, scopes: grant.scopes, issued: issued)
+                issuer: grant.issuer, user: user, session: session, clientID: client.clientID, scopes: grant.scopes,
+                issued: issued)
             if let nonce { claims["nonce"] = .string(nonce) }
             let digest = Data(SHA256.hash(data: Data(accessToken.utf8)))
             claims["at_hash"] = .string(Data(digest.prefix(16)).base64URLEncoded)
@@ -309,7 +326,8 @@ actor ProviderState {
     }
 
     private func idClaims(
-        user: DevProviderConfiguration.User, session: Session, clientID: String, scopes: [String], issued: Date
+        issuer: String, user: DevProviderConfiguration.User, session: Session, clientID: String, scopes: [String],
+        issued: Date
     ) -> [String: Claim] {
         let iat = Int(issued.timeIntervalSince1970)
         var claims: [String: Claim] = [
@@ -398,7 +416,8 @@ actor ProviderState {
             throw OAuthFailure.invalidGrant("The device code was already used.")
         case .approved(let username, let sid):
             request.status = .consumed
-            let grantID = newGrant(clientID: client.clientID, username: username, scopes: request.scopes, sid: sid)
+            let grantID = newGrant(
+                issuer: issuer, clientID: client.clientID, username: username, scopes: request.scopes, sid: sid)
             deviceRequests[deviceCode] = request
             return try await issueTokens(grantID: grantID, nonce: nil, newDeviceSecret: true)
         }
@@ -493,7 +512,7 @@ actor ProviderState {
             "active": .bool(true), "scope": .string(grant.scopes.joined(separator: " ")),
             "client_id": .string(grant.clientID), "username": .string(grant.username),
             "sub": .string(configuration.user(named: grant.username)?.sub ?? grant.username),
-            "sid": .string(grant.sid), "iss": .string(issuer), "iat": .number(Int(issued.timeIntervalSince1970)),
+            "sid": .string(grant.sid), "iss": .string(grant.issuer), "iat": .number(Int(issued.timeIntervalSince1970)),
             "exp": .number(Int(expires.timeIntervalSince1970)),
         ]
     }
@@ -515,13 +534,16 @@ actor ProviderState {
 
     // MARK: Sessions ending
 
-    /// Ends a session and revokes every token issued in it (RP-initiated logout).
-    func endSession(sid: String) {
-        guard sessions[sid] != nil else { return }
+    /// Ends a session and revokes every token issued in it (RP-initiated logout). Returns the
+    /// journey session it was authorized from, which ends with it.
+    @discardableResult
+    func endSession(sid: String) -> String? {
+        guard sessions[sid] != nil else { return nil }
         sessions[sid]?.ended = true
         for (id, grant) in grants where grant.sid == sid { revokeGrant(id) }
         for (secret, record) in deviceSecrets where record.sid == sid { deviceSecrets[secret]?.revoked = true }
         browserSessions = browserSessions.filter { $0.value != sid }
+        return sessions[sid]?.journeySession
     }
 
     /// Ends every session of `username` and revokes every grant and device secret (global sign-out).
