@@ -232,3 +232,81 @@ extension SignOutStep.Kind {
         }
     }
 }
+
+extension FaultMatrixTests {
+    /// The faults of the matrix but `refused`: AM's sessions endpoint is on the same server as
+    /// its OAuth endpoints, so a refused connection would refuse the revocations too (those
+    /// rows are the revocation ones); a dropped connection is the session endpoint's own.
+    static let sessionLogoutCases: [Case] = Fault.allCases.filter { $0 != .refused }.flatMap { fault in
+        SignOutPolicy.allCases.map { Case(fault: fault, step: .revoke, policy: $0) }
+    }
+
+    @Test(
+        "a Ping journey's session-logout under a fault",
+        arguments: sessionLogoutCases.map { ($0.fault, $0.policy) })
+    func sessionLogout(fault: Fault, policy: SignOutPolicy) async throws {
+        let setup = try await PingJourneyTests.setUp()
+        defer { Task { await setup.stop() } }
+        let credential = try await setup.ping.signIn(try await PingJourneyTests.walk(setup.ping), into: setup.store)
+        let token = try await credential.token
+        // The faulty client: short timeouts, everything it needs fetched already.
+        let faulty = PingJourneyProvider(
+            configuration: PingJourneyConfiguration(
+                serverURL: setup.dev.issuer, realm: "alpha", clientID: "latchkey-cli",
+                cookieName: setup.dev.sessionCookieName,
+                requestOptions: HTTPTransportOptions(timeout: TestTiming.scaled(.seconds(2)))),
+            transport: transport, logger: TraceLog.logger("ping"))
+        _ = try await faulty.openID.endpoint(.revocation)
+        await setup.store.register(faulty)
+        switch fault {
+        case .unavailable: setup.dev.faults.set(.status(503, retryAfter: 1), for: .sessionLogout)
+        case .timeout:
+            setup.dev.faults.set(.latency(milliseconds: TestTiming.scaled(milliseconds: 5_000)), for: .sessionLogout)
+        case .refused: break
+        case .dropped: setup.dev.faults.set(.dropConnection, for: .sessionLogout)
+        case .malformed: setup.dev.faults.set(.malformedBody, for: .sessionLogout)
+        case .oversized: setup.dev.faults.set(.oversizedBody(bytes: 10_000_000), for: .sessionLogout)
+        }
+
+        let result = await setup.store.signOut(.current, options: SignOutOptions(policy: policy))
+        let step = result.steps.first { $0.kind == .sessionLogout }
+        // A 200 whose body is not JSON is a logout all the same: its body is not needed.
+        let fails = fault != .malformed
+        switch (fails, policy) {
+        case (false, _):
+            guard case .complete = result else {
+                Issue.record("expected complete, got \(result)")
+                return
+            }
+        case (true, .serverFirst):
+            guard case .failed = result else {
+                Issue.record("expected failed, got \(result)")
+                return
+            }
+            #expect(try await setup.store.all().count == 1, "still signed in: the session is not ended")
+            #expect(step?.status == .failed)
+        case (true, .alwaysLocal):
+            guard case .partial = result else {
+                Issue.record("expected partial, got \(result)")
+                return
+            }
+            #expect(try await setup.store.all().isEmpty, "signed out here")
+            #expect(step?.status == .queued)
+        }
+        #expect(step?.reason?.text.contains(token.sessionToken ?? "-") != true)
+        // The OAuth tokens were revoked whatever became of the session.
+        #expect(try await setup.isActive(token.accessToken) == false)
+        #expect(try await setup.isActive(token.refreshToken) == false)
+
+        // The fault clears: what is queued drains, a device still signed in signs out, and the
+        // session is over.
+        setup.dev.faults.clear()
+        await setup.store.register(setup.ping)
+        if try await setup.store.all().isEmpty == false {
+            #expect(await setup.store.signOut(.current, options: .local).signedOutLocally)
+        }
+        let drained = await setup.store.drainOutbox(DrainOptions(includeNotDue: true))
+        #expect(drained.failed == 0 && drained.permanent == 0)
+        #expect(try await setup.isValid(token.sessionToken) == false)
+    }
+}

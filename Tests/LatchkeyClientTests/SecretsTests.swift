@@ -116,6 +116,91 @@ struct SecretsTests {
         }
     }
 
+    @Test("a Ping journey's password and session stay out of logs, errors, descriptions and dumps")
+    func pingJourney() async throws {
+        let capture = Capture()
+        let dev = try await DevProvider.start(signingKeys: SharedSigningKeys.get())
+        defer { Task { await dev.stop() } }
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("secrets-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let storage = try SQLiteCredentialStorage(
+            path: folder.appendingPathComponent("credentials.sqlite").path, logger: capture.logger("sqlite"))
+        let store = CredentialStore(storage: storage, logger: capture.logger("store"))
+        let ping = PingJourneyProvider(
+            configuration: PingJourneyConfiguration(
+                serverURL: dev.issuer, realm: "alpha", journey: "SteppedLogin", clientID: "latchkey-cli"),
+            transport: transport, logger: capture.logger("ping"))
+        await store.register(ping)
+        var secrets: Set<String> = ["alice-password"]
+        var texts: [String] = []
+        func show(_ value: some Any) {
+            var dumped = ""
+            dump(value, to: &dumped)
+            texts += ["\(value)", String(reflecting: value), dumped]
+        }
+
+        // Every page is shown and dumped with its answers filled in.
+        var step = try await ping.startJourney()
+        while case .page(var page) = step {
+            for index in page.callbacks.indices {
+                switch page.callbacks[index].kind {
+                case .name: page.callbacks[index].setText("alice")
+                case .password: page.callbacks[index].setText("alice-password")
+                default:
+                    if let answer = page.callbacks[index].defaultAnswer { page.callbacks[index].setValue(answer) }
+                }
+                show(page.callbacks[index])
+            }
+            show(page)
+            step = try await ping.next(page)
+        }
+        guard case .success(let session) = step else { return }
+        secrets.insert(session.value)
+        show(session)
+        let credential = try await ping.signIn(session, into: store)
+        let token = try await credential.token
+        secrets.formUnion([token.accessToken, token.refreshToken, token.idToken].compactMap { $0 })
+        show(token)
+        show(try await credential.stored())
+        show(await credential.revoke())
+        _ = try await credential.accessToken()
+        secrets.formUnion(
+            [try await credential.token.accessToken, try await credential.token.refreshToken].compactMap { $0 })
+        show(try await ping.introspect(session.value, kind: .sessionToken))
+
+        // A wrong password, a refused logout, an offline sign-out and its outbox.
+        guard case .page(var first) = try await ping.startJourney() else { return }
+        first.callbacks[1].setText("alice")
+        guard case .page(var second) = try await ping.next(first) else { return }
+        let wrong = "wrong-\(UUID())"
+        secrets.insert(wrong)
+        second.callbacks[0].setText(wrong)
+        do {
+            _ = try await ping.next(second)
+        } catch { show(error) }
+        dev.faults.set(.status(503), for: .sessionLogout)
+        do {
+            try await ping.logout(session: session.value)
+        } catch { show(error) }
+        dev.faults.clear()
+        dev.faults.isOffline = true
+        let result = await store.signOut(.all)
+        show(result)
+        texts += result.steps.map { "\($0) \($0.reason?.text ?? "") \(String(describing: $0.error))" }
+        for entry in try await store.outboxEntries() { show(entry) }
+        dev.faults.isOffline = false
+        show(await store.drainOutbox(DrainOptions(includeNotDue: true)))
+
+        let logged = capture.all
+        #expect(logged.count > 10, "trace logging was on")
+        #expect(texts.contains { $0.contains("PasswordCallback") }, "the pages were shown")
+        for text in logged + texts {
+            for secret in secrets where text.contains(secret) {
+                Issue.record("a secret appears in: \(text.prefix(160))")
+            }
+        }
+    }
+
     /// The trace pass (`LATCHKEY_TEST_TRACE=1`) runs the whole suite with this check on every
     /// log line; here is proof that the check finds what it looks for.
     @Test("the trace pass's check finds a token it has seen, and nothing else")

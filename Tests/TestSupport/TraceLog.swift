@@ -11,7 +11,8 @@ import Testing
 /// `LATCHKEY_TEST_TRACE=1` turns it on (`scripts/test` runs the suite a second time so). Then
 /// ``logger(_:)`` gives a trace-level logger whose lines are checked as they are written, and
 /// ``watching(_:)`` wraps the transport so that every token a provider hands out (in an OAuth
-/// token response or a Cognito `AuthenticationResult`) is known to the check. A line that holds
+/// token response, a Cognito `AuthenticationResult` or a Ping journey's session) is known to
+/// the check. A line that holds
 /// one is recorded as an issue of the running test. Latchkey logs the description of the errors
 /// it throws, so error descriptions pass through the same check. When the process ends,
 /// `LATCHKEY_TEST_TRACE_REPORT` (if set) receives how many lines and tokens were seen, so the
@@ -94,6 +95,8 @@ public enum TraceLog {
             let names: Set<String> = [
                 "access_token", "refresh_token", "id_token", "device_secret", "device_code",
                 "AccessToken", "RefreshToken", "IdToken",
+                // A Ping journey's session, and the state of a journey under way.
+                "tokenId", "authId",
             ]
             for (name, value) in object {
                 if names.contains(name), let text = value as? String { TraceLog.register(secret: text) }

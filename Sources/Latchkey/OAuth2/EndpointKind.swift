@@ -12,6 +12,14 @@ public enum EndpointKind: String, Sendable, Hashable, Codable, CaseIterable, Cus
     case globalSignOut = "global-signout"
     /// The discovery document itself.
     case discovery
+    /// A Ping journey's `authenticate` endpoint (PingAM, Advanced Identity Cloud).
+    case journey
+    /// PingAM's `serverinfo`, which names the session cookie.
+    case serverInfo = "serverinfo"
+    /// PingAM's session validation (`sessions?_action=validate`).
+    case sessionValidation = "session-validate"
+    /// PingAM's session logout (`sessions?_action=logout`).
+    case sessionLogout = "session-logout"
 
     public var description: String { rawValue }
 }

@@ -118,6 +118,7 @@ public struct ProviderError: Error, Sendable, CustomStringConvertible {
         if let underlying = underlying as? TransportError { parts.append("cause: \(underlying)") }
         if let underlying = underlying as? StorageError { parts.append("cause: \(underlying)") }
         if let underlying = underlying as? CognitoError { parts.append("cause: \(underlying)") }
+        if let underlying = underlying as? PingError { parts.append("cause: \(underlying)") }
         return parts.joined(separator: "; ")
     }
 

@@ -12,10 +12,11 @@ public protocol IdentityProvider: Sendable {
     /// refresh token and storing its successor.
     func prepareRefresh(of token: Token) async throws(ProviderError)
 
-    /// Sends the refresh token of `token` to the token endpoint and returns the new tokens as
-    /// they came, merged over `token`: a new ID token in the answer is **not verified yet**
-    /// (see ``verifyRefreshedIDToken(of:previous:)``). A rejected refresh token throws
-    /// ``ProviderError/Code/signInRequired``.
+    /// Gets new tokens for `token`, usually by sending its refresh token to the token endpoint
+    /// (a provider with sessions may mint them through the session instead), and returns them
+    /// as they came, merged over `token`: a new ID token in the answer is **not verified yet**
+    /// (see ``verifyRefreshedIDToken(of:previous:)``). When nothing can get new tokens any
+    /// more (a rejected refresh token), it throws ``ProviderError/Code/signInRequired``.
     func exchangeRefreshToken(of token: Token) async throws(ProviderError) -> Token
 
     /// Verifies the ID token a refresh returned (`refreshed.idToken`), against the access token

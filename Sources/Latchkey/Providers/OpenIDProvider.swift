@@ -239,9 +239,16 @@ public actor OpenIDProvider: IdentityProvider {
             throw ProviderError(
                 .invalidResponse, endpoint: .token, reason: "The token response is not valid.", underlying: error)
         }
-        if verifyingIDToken, let idToken = response.idToken {
-            _ = try await verifyIDToken(
-                idToken, nonce: nonce, accessToken: response.accessToken, subject: IDTokenChecks.subject(of: previous))
+        if let idToken = response.idToken {
+            if verifyingIDToken {
+                _ = try await verifyIDToken(
+                    idToken, nonce: nonce, accessToken: response.accessToken,
+                    subject: IDTokenChecks.subject(of: previous))
+            } else if let nonce, UnverifiedClaims.read(idToken)?["nonce"]?.stringValue != nonce {
+                // Verified in full once stored; an answer to another request is refused at once.
+                throw ProviderError(
+                    .idTokenRejected, endpoint: .token, reason: "The ID token does not carry the nonce sent.")
+            }
         }
         var token = Token(response: response, issuedAt: now(), provider: identity)
         if let previous {
@@ -249,6 +256,7 @@ public actor OpenIDProvider: IdentityProvider {
             token.refreshToken = token.refreshToken ?? previous.refreshToken
             token.idToken = token.idToken ?? previous.idToken
             token.deviceSecret = token.deviceSecret ?? previous.deviceSecret
+            token.sessionToken = previous.sessionToken
             token.scopes = token.scopes ?? previous.scopes
         }
         return token

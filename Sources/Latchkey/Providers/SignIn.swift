@@ -153,6 +153,14 @@ extension OpenIDProvider {
     public func completeAuthorization(_ request: AuthorizationRequest, callbackURL: URL) async throws(ProviderError)
         -> Token
     {
+        try await completeAuthorization(request, callbackURL: callbackURL, verifyingIDToken: true)
+    }
+
+    /// Checks the redirect and exchanges its code. Unless `verifyingIDToken`, a new ID token is
+    /// only checked for the request's nonce: the caller verifies it once the tokens are stored.
+    func completeAuthorization(_ request: AuthorizationRequest, callbackURL: URL, verifyingIDToken: Bool)
+        async throws(ProviderError) -> Token
+    {
         let items = URLComponents(url: callbackURL, resolvingAgainstBaseURL: false)?.queryItems ?? []
         func value(_ name: String) -> String? { items.first { $0.name == name }?.value }
         guard value("state") == request.state else {
@@ -186,7 +194,7 @@ extension OpenIDProvider {
             [
                 ("grant_type", "authorization_code"), ("code", code),
                 ("redirect_uri", request.redirectURI.absoluteString), ("code_verifier", request.codeVerifier),
-            ], nonce: request.nonce)
+            ], nonce: request.nonce, verifyingIDToken: verifyingIDToken)
     }
 
     // MARK: Device authorization grant (RFC 8628)

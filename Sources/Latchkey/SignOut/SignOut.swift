@@ -297,12 +297,14 @@ extension CredentialStore {
         }
     }
 
-    /// One step per token the credential holds, through the shared revocation fan-out.
+    /// One step per token the credential holds, through the shared revocation fan-out. A
+    /// session token's step is its logout (``SignOutStep/Kind/sessionLogout``): ending the
+    /// session revokes no OAuth token, and revoking them ends no session, so both are sent.
     private func revocationSteps(_ credential: StoredCredential, provider: (any IdentityProvider)?, enabled: Bool)
         async -> [SignOutStep]
     {
         guard enabled else { return [] }
-        let kinds = [TokenKind.accessToken, .refreshToken, .deviceSecret].filter {
+        let kinds = [TokenKind.accessToken, .refreshToken, .deviceSecret, .sessionToken].filter {
             credential.token.value(of: $0) != nil
         }
         guard let provider else { return kinds.map { Self.noProvider(credential, .revoke($0)) } }
@@ -393,19 +395,6 @@ extension CredentialStore {
             reason: .init(
                 .noProvider, "no provider is registered for \(credential.token.provider); register it with the store"),
             retryable: true)
-    }
-
-    private static func rank(_ kind: SignOutStep.Kind) -> Int {
-        switch kind {
-        case .refresh: 0
-        case .globalSignOut: 1
-        case .revoke(.accessToken): 2
-        case .revoke(.refreshToken): 3
-        case .revoke: 4
-        case .endSession: 5
-        case .hook: 6
-        case .localRemoval: 7
-        }
     }
 }
 

@@ -83,6 +83,10 @@ public struct SignOutStep: Sendable, CustomStringConvertible {
         /// Removing the credential from this device.
         case localRemoval
 
+        /// Ending a Ping journey's SSO session (AM's session logout): the "revocation" of the
+        /// session token, queued in the outbox like any revocation when it fails.
+        public static var sessionLogout: Kind { .revoke(.sessionToken) }
+
         /// The step's name, as reports and the CLI show it.
         public var description: String {
             switch self {
@@ -92,6 +96,7 @@ public struct SignOutStep: Sendable, CustomStringConvertible {
             case .revoke(.refreshToken): "revoke-refresh-token"
             case .revoke(.deviceSecret): "revoke-device-secret"
             case .revoke(.idToken): "revoke-id-token"
+            case .revoke(.sessionToken): "session-logout"
             case .endSession: "end-session"
             case .hook(let name): "hook:\(name)"
             case .localRemoval: "local-removal"

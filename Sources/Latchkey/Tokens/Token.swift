@@ -4,8 +4,9 @@ public import Foundation
 ///
 /// A `Token` holds an access token from its sign-in or refresh until that access token is revoked
 /// (``accessToken`` is then `nil` until a refresh replaces it); it usually holds a refresh token
-/// and an ID token, and sometimes a device secret (OpenID Connect Native SSO). It is a value: storing, refreshing and
-/// revoking are done by ``CredentialStore`` and the provider types.
+/// and an ID token, sometimes a device secret (OpenID Connect Native SSO), and for a Ping journey
+/// sign-in the SSO session token the OAuth tokens were minted from. It is a value: storing,
+/// refreshing and revoking are done by ``CredentialStore`` and the provider types.
 ///
 /// Neither `description` nor `debugDescription` (nor a `dump`) ever shows a token value.
 public struct Token: Sendable, Hashable {
@@ -19,6 +20,9 @@ public struct Token: Sendable, Hashable {
     public var idToken: String?
     /// The device secret (OpenID Connect Native SSO), when the provider issued one.
     public var deviceSecret: String?
+    /// The SSO session token of a Ping journey sign-in (AM's `tokenId`), from which new OAuth
+    /// tokens are minted without asking the user again (see ``PingJourneyProvider``).
+    public var sessionToken: String?
     /// The granted scopes, in the order the provider listed them; `nil` when it did not say.
     public var scopes: [String]?
     /// When the token response was received.
@@ -37,6 +41,7 @@ public struct Token: Sendable, Hashable {
         refreshToken: String? = nil,
         idToken: String? = nil,
         deviceSecret: String? = nil,
+        sessionToken: String? = nil,
         scopes: [String]? = nil,
         issuedAt: Date,
         expiresAt: Date? = nil,
@@ -48,6 +53,7 @@ public struct Token: Sendable, Hashable {
         self.refreshToken = refreshToken
         self.idToken = idToken
         self.deviceSecret = deviceSecret
+        self.sessionToken = sessionToken
         self.scopes = scopes
         self.issuedAt = issuedAt
         self.expiresAt = expiresAt
@@ -91,16 +97,17 @@ public struct Token: Sendable, Hashable {
     }
 
     /// Whether anything in this token can still get the account an access token: an access
-    /// token that has not expired, a refresh token, or a device secret.
+    /// token that has not expired, a refresh token, a device secret, or a session token.
     public func isUsable(at date: Date = Date()) -> Bool {
-        refreshToken != nil || deviceSecret != nil || (accessToken != nil && !isExpired(at: date))
+        refreshToken != nil || deviceSecret != nil || sessionToken != nil
+            || (accessToken != nil && !isExpired(at: date))
     }
 
     /// When the token of `kind` expires, as far as the provider said: the access token's
     /// `expires_in`; for the refresh token a positive `refresh_expires_in` (Keycloak and others
     /// send it) or the `exp` of a refresh token that is a JWT; for the ID token and the device
-    /// secret their `exp` when they are JWTs. `nil` when nobody said: such a token may live for
-    /// years.
+    /// secret their `exp` when they are JWTs. `nil` when nobody said (a session token's end
+    /// depends on its use): such a token may live for years.
     public func expiry(of kind: TokenKind) -> Date? {
         func jwtExpiry(_ value: String?) -> Date? {
             guard let value, let exp = UnverifiedClaims.read(value)?["exp"]?.doubleValue, exp.isFinite else {
@@ -120,6 +127,8 @@ public struct Token: Sendable, Hashable {
             return jwtExpiry(idToken)
         case .deviceSecret:
             return jwtExpiry(deviceSecret)
+        case .sessionToken:
+            return nil
         }
     }
 
@@ -130,6 +139,7 @@ public struct Token: Sendable, Hashable {
         case .refreshToken: refreshToken
         case .idToken: idToken
         case .deviceSecret: deviceSecret
+        case .sessionToken: sessionToken
         }
     }
 
@@ -143,6 +153,7 @@ public struct Token: Sendable, Hashable {
         case .refreshToken: refreshToken = nil
         case .idToken: idToken = nil
         case .deviceSecret: deviceSecret = nil
+        case .sessionToken: sessionToken = nil
         }
     }
 
@@ -153,6 +164,7 @@ public struct Token: Sendable, Hashable {
         if refreshToken != nil { kinds.insert(.refreshToken) }
         if idToken != nil { kinds.insert(.idToken) }
         if deviceSecret != nil { kinds.insert(.deviceSecret) }
+        if sessionToken != nil { kinds.insert(.sessionToken) }
         return kinds
     }
 }
@@ -167,6 +179,9 @@ public enum TokenKind: String, Sendable, Hashable, Codable, CaseIterable, Custom
     case idToken = "id_token"
     /// The device secret of OpenID Connect Native SSO.
     case deviceSecret = "device_secret"
+    /// The SSO session token of a Ping journey (AM's `tokenId`). Its "revocation" is the
+    /// session's logout.
+    case sessionToken = "session_token"
 
     public var description: String { rawValue }
 }
@@ -204,6 +219,7 @@ extension Token: Codable {
         case refreshToken = "refresh_token"
         case idToken = "id_token"
         case deviceSecret = "device_secret"
+        case sessionToken = "session_token"
         case scopes
         case issuedAt = "issued_at"
         case expiresAt = "expires_at"
@@ -218,6 +234,7 @@ extension Token: Codable {
         refreshToken = try container.decodeIfPresent(String.self, forKey: .refreshToken)
         idToken = try container.decodeIfPresent(String.self, forKey: .idToken)
         deviceSecret = try container.decodeIfPresent(String.self, forKey: .deviceSecret)
+        sessionToken = try container.decodeIfPresent(String.self, forKey: .sessionToken)
         scopes = try container.decodeIfPresent([String].self, forKey: .scopes)
         issuedAt = try container.decode(Date.self, forKey: .issuedAt)
         expiresAt = try container.decodeIfPresent(Date.self, forKey: .expiresAt)
@@ -232,6 +249,7 @@ extension Token: Codable {
         try container.encodeIfPresent(refreshToken, forKey: .refreshToken)
         try container.encodeIfPresent(idToken, forKey: .idToken)
         try container.encodeIfPresent(deviceSecret, forKey: .deviceSecret)
+        try container.encodeIfPresent(sessionToken, forKey: .sessionToken)
         try container.encodeIfPresent(scopes, forKey: .scopes)
         try container.encode(issuedAt, forKey: .issuedAt)
         try container.encodeIfPresent(expiresAt, forKey: .expiresAt)
