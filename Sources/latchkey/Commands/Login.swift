@@ -7,7 +7,9 @@ import Synchronization
 /// `latchkey login`.
 struct Login: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Sign an account in: with a password from standard input, in the browser, or with a device code.")
+        abstract:
+            "Sign an account in: with a password from standard input, in the browser, with a device code, or by walking a Ping journey."
+    )
 
     @OptionGroup var global: GlobalOptions
     @Option(help: "The provider (may be left out when only one is configured).") var provider: String?
@@ -23,7 +25,7 @@ struct Login: AsyncParsableCommand {
 
     func validate() throws {
         let methods = [passwordStdin, browser, device].filter { $0 }.count
-        guard methods == 1 else {
+        guard methods <= 1 else {
             throw ValidationError("Choose one of --username U --password-stdin, --browser or --device.")
         }
         if passwordStdin, username == nil { throw ValidationError("--password-stdin needs --username.") }
@@ -37,13 +39,25 @@ struct Login: AsyncParsableCommand {
         guard let client = session.clients[entry.name] else {
             throw CLIError.input("No provider is named \(entry.name).")
         }
+        if !(client is PingJourneyProvider), !passwordStdin, !browser, !device {
+            throw CLIError.input("Choose one of --username U --password-stdin, --browser or --device.")
+        }
         let password = passwordStdin ? try readSecretFromStandardInput("password") : nil
         await session.retryDueOutbox()
         let tags = [Home.providerTag: entry.name]
         let countdown = Countdown()
         let credential: Credential
         do {
-            if let cognito = client as? CognitoProvider {
+            if let ping = client as? PingJourneyProvider {
+                guard !browser, !device else {
+                    throw CLIError.input(
+                        "A Ping journey signs in by walking its pages; --browser and --device are not for it.")
+                }
+                let prompts = JourneyPrompts(
+                    username: username, password: password, interactive: JourneyPrompts.standardInputIsTerminal)
+                credential = try await ping.signIn(
+                    try await walk(ping, prompts), into: session.store, tags: tags, makeDefault: makeDefault)
+            } else if let cognito = client as? CognitoProvider {
                 guard let username, let password else {
                     throw CLIError.input("Cognito accounts sign in with --username and --password-stdin.")
                 }
@@ -61,6 +75,11 @@ struct Login: AsyncParsableCommand {
             Output.endProgress()
             if error.code == .storage {
                 throw CLIError.failed("The credential could not be stored: \(error)")
+            }
+            if let refusal = error.underlying as? PingError, error.endpoint == .journey {
+                throw CLIError.failed(
+                    "Sign-in failed: \(refusal.message ?? refusal.reason ?? "AM refused it") (AM answered \(refusal.code))."
+                )
             }
             if error.code == .unsupported, passwordStdin, error.endpoint == .token {
                 throw CLIError.input(
@@ -82,6 +101,21 @@ struct Login: AsyncParsableCommand {
         Output.report(
             global, "Signed in as \(name) (account \(stored.id))\(isDefault ? ", the default account" : "").",
             ["id": .string(stored.id.rawValue), "account": .string(name), "isDefault": .bool(isDefault)])
+    }
+
+    /// Walks the provider's journey to its end, answering each page with `prompts`.
+    private func walk(_ ping: PingJourneyProvider, _ prompts: JourneyPrompts) async throws -> JourneySession {
+        var step = try await ping.startJourney()
+        for _ in 0..<100 {
+            switch step {
+            case .success(let session):
+                return session
+            case .page(var page):
+                if let wait = try prompts.answer(&page) { try await Task.sleep(for: wait) }
+                step = try await ping.next(page)
+            }
+        }
+        throw CLIError.failed("The journey did not end after 100 pages; nothing was signed in.")
     }
 
     private func method(password: String?, countdown: Countdown) -> SignInMethod {

@@ -16,7 +16,9 @@ struct ProviderCommand: AsyncParsableCommand {
 
     struct Add: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Add an OpenID provider, or an Amazon Cognito user pool with --cognito.")
+            abstract:
+                "Add an OpenID provider, an Amazon Cognito user pool with --cognito, or a PingAM / Advanced Identity Cloud journey with --ping-journey."
+        )
 
         @OptionGroup var global: GlobalOptions
         @Argument(help: "A name for the provider.") var name: String
@@ -24,7 +26,8 @@ struct ProviderCommand: AsyncParsableCommand {
         @Option(name: .customLong("client-id"), help: "The client id.") var clientID: String
         @Flag(name: .customLong("client-secret-stdin"), help: "Read the client secret from standard input.")
         var clientSecretStdin = false
-        @Option(help: "The scopes to ask for, space separated.") var scope: String?
+        @Option(name: [.customLong("scope"), .customLong("scopes")], help: "The scopes to ask for, space separated.")
+        var scope: String?
         @Option(name: .customLong("auth-method"), help: "Client authentication.")
         var authMethod: AuthMethod?
         @Option(
@@ -44,8 +47,48 @@ struct ProviderCommand: AsyncParsableCommand {
         @Option(name: .customLong("user-pool-id"), help: "The Cognito user pool id.") var userPoolID: String?
         @Option(name: .customLong("endpoint-url"), help: "The Cognito API URL (an emulator, say).") var endpointURL:
             String?
+        @Flag(
+            name: .customLong("ping-journey"),
+            help: "A PingAM or Advanced Identity Cloud realm, signed in to through a journey.")
+        var pingJourney = false
+        @Option(name: .customLong("server-url"), help: "AM's base URL, e.g. https://tenant.forgeblocks.com/am (Ping).")
+        var serverURL: String?
+        @Option(help: "The realm, e.g. alpha (Ping).") var realm: String?
+        @Option(help: "The journey to walk, e.g. Login (Ping).") var journey: String?
+        @Option(
+            name: .customLong("cookie-name"),
+            help: "The session header's name (Ping); asked of AM's serverinfo when left out.")
+        var cookieName: String?
+        @Option(
+            name: .customLong("redirect-uri"),
+            help: "The redirect URI registered for the client (Ping); default http://127.0.0.1/callback.")
+        var redirectURI: String?
 
         func validate() throws {
+            guard !(cognito && pingJourney) else { throw ValidationError("Choose --cognito or --ping-journey.") }
+            let pingOptions = [serverURL, realm, journey, cookieName, redirectURI].contains { $0 != nil }
+            if pingJourney {
+                guard let serverURL, let url = URL(string: serverURL), url.host != nil, realm != nil, journey != nil
+                else {
+                    throw ValidationError("--ping-journey needs --server-url URL, --realm REALM and --journey JOURNEY.")
+                }
+                guard EndpointSecurity.isAcceptable(url) else {
+                    throw ValidationError("--server-url must be https (plain http only on loopback).")
+                }
+                guard issuer == nil, endpoints.isEmpty, !allowPasswordGrant, region == nil, userPoolID == nil else {
+                    throw ValidationError(
+                        "--issuer, --endpoint, --allow-password-grant and the Cognito options are not for --ping-journey."
+                    )
+                }
+                if let redirectURI, URL(string: redirectURI)?.scheme == nil {
+                    throw ValidationError("--redirect-uri must be a URI.")
+                }
+                return
+            }
+            guard !pingOptions else {
+                throw ValidationError(
+                    "--server-url, --realm, --journey, --cookie-name and --redirect-uri go with --ping-journey.")
+            }
             if cognito {
                 guard region != nil, userPoolID != nil else {
                     throw ValidationError("--cognito needs --region and --user-pool-id.")
@@ -92,12 +135,13 @@ struct ProviderCommand: AsyncParsableCommand {
                 sealedSecret = try await home.openStorage().seal(secret: secret, purpose: Home.secretPurpose(name))
             }
             let entry = ProviderEntry(
-                name: name, kind: cognito ? .cognito : .openid, clientID: clientID, issuer: issuer,
-                sealedClientSecret: sealedSecret,
+                name: name, kind: cognito ? .cognito : (pingJourney ? .pingJourney : .openid), clientID: clientID,
+                issuer: issuer, sealedClientSecret: sealedSecret,
                 scopes: scope.map { $0.split(separator: " ").map(String.init) }, authMethod: authMethod?.rawValue,
                 endpoints: endpointMap.isEmpty ? nil : endpointMap,
                 allowsPasswordGrant: allowPasswordGrant ? true : nil, region: region, userPoolID: userPoolID,
-                endpointURL: endpointURL)
+                endpointURL: endpointURL, serverURL: serverURL, realm: realm, journey: journey, cookieName: cookieName,
+                redirectURI: redirectURI)
             providers.append(entry)
             try home.saveProviders(providers)
             Output.report(global, "Added provider \(name).", ["name": .string(name)])

@@ -95,10 +95,14 @@ struct Revoke: AsyncParsableCommand {
     @Option(name: .customLong("type"), help: "Which tokens.") var type: RevocationScope = .all
 
     func run() async throws {
-        let result = try await global.account(account).credential.revoke(type)
+        let context = try await global.account(account)
+        let result = await context.credential.revoke(type)
+        // A Ping journey's session is not revoked: only signing out ends it.
+        let keepsSession = !result.removedFromStore && context.stored.token.sessionToken != nil
         let outcomes = result.outcomes.sorted { $0.key.rawValue < $1.key.rawValue }
         if global.json {
             var fields: [String: JSONValue] = ["removedFromStore": .bool(result.removedFromStore)]
+            if keepsSession { fields["sessionKept"] = .bool(true) }
             fields["outcomes"] = .object(
                 Dictionary(
                     uniqueKeysWithValues: outcomes.map { kind, outcome in
@@ -122,6 +126,10 @@ struct Revoke: AsyncParsableCommand {
             }
             if result.removedFromStore {
                 Output.line("Nothing usable was left: the account was removed from this device.")
+            }
+            if keepsSession {
+                Output.line(
+                    "The session stays: `latchkey token` mints new tokens through it; `latchkey signout` ends it.")
             }
         }
         if !result.succeeded { throw ExitCode(ExitStatus.failed.rawValue) }

@@ -16,7 +16,10 @@ import SystemPackage
 
 /// A configured provider, as `providers.json` keeps it.
 struct ProviderEntry: Codable, Sendable {
-    enum Kind: String, Codable, Sendable { case openid, cognito }
+    enum Kind: String, Codable, Sendable {
+        case openid, cognito
+        case pingJourney = "ping-journey"
+    }
 
     var name: String
     var kind: Kind
@@ -36,6 +39,12 @@ struct ProviderEntry: Codable, Sendable {
     var region: String?
     var userPoolID: String?
     var endpointURL: String?
+    // Ping journeys
+    var serverURL: String?
+    var realm: String?
+    var journey: String?
+    var cookieName: String?
+    var redirectURI: String?
 
     /// The issuer and client of this provider's tokens.
     var identity: ProviderIdentity? {
@@ -46,6 +55,31 @@ struct ProviderEntry: Codable, Sendable {
             guard let region, let userPoolID else { return nil }
             return ProviderIdentity(
                 issuer: "https://cognito-idp.\(region).amazonaws.com/\(userPoolID)", clientID: clientID)
+        case .pingJourney:
+            return pingConfiguration(secret: nil).map {
+                ProviderIdentity(issuer: $0.issuer.absoluteString, clientID: clientID)
+            }
+        }
+    }
+
+    /// The Ping journey configuration of this entry, `nil` when it lacks its server or realm.
+    func pingConfiguration(secret: String?, options: HTTPTransportOptions = HTTPTransportOptions())
+        -> PingJourneyConfiguration?
+    {
+        guard let serverURL = serverURL.flatMap(URL.init(string:)), let realm else { return nil }
+        return PingJourneyConfiguration(
+            serverURL: serverURL, realm: realm, journey: journey ?? "Login", clientID: clientID,
+            authentication: authentication(secret: secret), cookieName: cookieName,
+            redirectURI: redirectURI.flatMap(URL.init(string:)),
+            scopes: scopes ?? ["openid", "profile", "email", "offline_access"], requestOptions: options)
+    }
+
+    /// How the client authenticates: `--auth-method`, else basic when it has a secret.
+    func authentication(secret: String?) -> ClientAuthentication {
+        switch (authMethod ?? (secret == nil ? "none" : "basic"), secret) {
+        case ("basic", let secret?): .basic(secret: secret)
+        case ("post", let secret?): .post(secret: secret)
+        default: .none
         }
     }
 }
@@ -237,19 +271,13 @@ struct Home {
             guard let issuerText = entry.issuer, let issuer = URL(string: issuerText) else {
                 throw CLIError.input("The provider \(entry.name) has no valid issuer.")
             }
-            let authentication: ClientAuthentication
-            switch (entry.authMethod ?? (secret == nil ? "none" : "basic"), secret) {
-            case ("basic", let secret?): authentication = .basic(secret: secret)
-            case ("post", let secret?): authentication = .post(secret: secret)
-            default: authentication = .none
-            }
             var endpoints: [EndpointKind: URL] = [:]
             for (kind, url) in entry.endpoints ?? [:] {
                 if let kind = EndpointKind(rawValue: kind), let url = URL(string: url) { endpoints[kind] = url }
             }
             return OpenIDProvider(
                 configuration: OpenIDProviderConfiguration(
-                    issuer: issuer, clientID: entry.clientID, authentication: authentication,
+                    issuer: issuer, clientID: entry.clientID, authentication: entry.authentication(secret: secret),
                     scopes: entry.scopes ?? ["openid", "profile", "email", "offline_access"], endpoints: endpoints,
                     requestOptions: options, allowsPasswordGrant: entry.allowsPasswordGrant ?? false),
                 transport: transport, logger: logger)
@@ -262,6 +290,11 @@ struct Home {
                     region: region, userPoolID: pool, clientID: entry.clientID,
                     endpoint: entry.endpointURL.flatMap(URL.init(string:)), requestOptions: options),
                 transport: transport, logger: logger)
+        case .pingJourney:
+            guard let configuration = entry.pingConfiguration(secret: secret, options: options) else {
+                throw CLIError.input("The Ping journey provider \(entry.name) lacks its server URL or realm.")
+            }
+            return PingJourneyProvider(configuration: configuration, transport: transport, logger: logger)
         }
     }
 }
