@@ -17,6 +17,7 @@ struct ReadmeTests {
         (#"URL(string: "https://login.example.com")!"#, "issuer"),
         (#""/home/me/.config/myapp/credentials.sqlite""#, "path"),
         (#""my-cli""#, #""latchkey-cli""#),
+        (#"URL(string: "https://tenant.forgeblocks.com/am")!"#, "server"),
     ]
 
     @Test("every line of the README's Swift blocks is in this file")
@@ -131,6 +132,37 @@ struct ReadmeTests {
         provider.faults.clear()
         let report = await store.drainOutbox()
         #expect(report.notDue + report.revoked > 0)
+    }
+
+    @Test("a Ping journey walked page by page, then its credential")
+    func pingJourney() async throws {
+        let dev = try await DevProvider.start(signingKeys: SharedSigningKeys.get())
+        defer { Task { await dev.stop() } }
+        let server = dev.issuer
+        let store = CredentialStore.inMemory()
+        let (username, password) = ("alice", "alice-password")
+
+        let ping = PingJourneyProvider(
+            configuration: PingJourneyConfiguration(
+                serverURL: server, realm: "alpha", journey: "Login",
+                clientID: "latchkey-cli"),
+            transport: AsyncHTTPClientTransport.shared)
+        var step = try await ping.startJourney()
+        while case .page(var page) = step {
+            for index in page.callbacks.indices {
+                switch page.callbacks[index].kind {
+                case .name: page.callbacks[index].setText(username)
+                case .password: page.callbacks[index].setText(password)
+                default: if let answer = page.callbacks[index].defaultAnswer { page.callbacks[index].setValue(answer) }
+                }
+            }
+            step = try await ping.next(page)
+        }
+        guard case .success(let session) = step else { return }
+        let credential = try await ping.signIn(session, into: store)
+
+        #expect(try await credential.token.sessionToken == session.value)
+        #expect(try await !credential.accessToken().isEmpty)
     }
 }
 
