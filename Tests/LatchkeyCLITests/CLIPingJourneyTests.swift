@@ -28,6 +28,16 @@ struct CLIPingJourneyTests {
         await dev.stop()
     }
 
+    /// `latchkey login --provider PROVIDER --username USER --password-stdin`, the user's password
+    /// unless another is given.
+    func login(_ device: Device, _ provider: String = "ping", _ user: String = "alice", password: String? = nil)
+        async throws -> CLI.Run
+    {
+        try await device.run(
+            "login", "--provider", provider, "--username", user, "--password-stdin",
+            input: password ?? "\(user)-password")
+    }
+
     @Test("provider add --ping-journey: listed with its realm's issuer; its options are checked (exit 2)")
     func providerAdd() async throws {
         try await withDevice { dev, device in
@@ -48,12 +58,10 @@ struct CLIPingJourneyTests {
     @Test("login walks both journeys with --username and --password-stdin; defaults taken, text on standard error")
     func login() async throws {
         try await withDevice { dev, device in
-            let plain = try await device.run(
-                "login", "--provider", "ping", "--username", "alice", "--password-stdin", input: "alice-password")
+            let plain = try await login(device)
             #expect(plain.status == 0, "\(plain.stderr)")
             #expect(plain.stdout.contains("Signed in as alice"))
-            let stepped = try await device.run(
-                "login", "--provider", "stepped", "--username", "bob", "--password-stdin", input: "bob-password")
+            let stepped = try await login(device, "stepped", "bob")
             #expect(stepped.status == 0, "\(stepped.stderr)")
             #expect(stepped.stderr.contains("Welcome to the Latchkey development provider"))
             #expect(!stepped.stdout.contains("Welcome"), "standard output is for the result")
@@ -66,8 +74,7 @@ struct CLIPingJourneyTests {
     @Test("a wrong password is exit 1 with AM's message and stores nothing; an unanswerable callback is exit 2")
     func failures() async throws {
         try await withDevice { _, device in
-            let wrong = try await device.run(
-                "login", "--provider", "ping", "--username", "alice", "--password-stdin", input: "not-her-password")
+            let wrong = try await login(device, password: "not-her-password")
             #expect(wrong.status == 1)
             #expect(wrong.stderr.contains("Login failure"))
             #expect(!wrong.stderr.contains("not-her-password"))
@@ -83,8 +90,7 @@ struct CLIPingJourneyTests {
     @Test("token, refresh, userinfo; revoke keeps the session and token mints anew; signout ends it all")
     func lifecycle() async throws {
         try await withDevice { dev, device in
-            _ = try await device.run(
-                "login", "--provider", "ping", "--username", "alice", "--password-stdin", input: "alice-password")
+            #expect(try await login(device).status == 0)
             let first = try await device.run("token")
             #expect(first.status == 0)
             #expect(try await device.run("refresh").status == 0)
@@ -115,8 +121,7 @@ struct CLIPingJourneyTests {
     @Test("offline signout queues the session logout (exit 3); the outbox ends the session once online")
     func offline() async throws {
         try await withDevice { dev, device in
-            _ = try await device.run(
-                "login", "--provider", "ping", "--username", "alice", "--password-stdin", input: "alice-password")
+            #expect(try await login(device).status == 0)
             let token = try await device.run("token").stdout
             dev.faults.isOffline = true
             let signedOut = try await device.run("signout", "--yes")

@@ -99,27 +99,9 @@ struct FaultMatrixTests {
 
         let stepName = testCase.step == .revoke ? "revoke-refresh-token" : SignOutStep.Kind.description(testCase.step)
         let step = result.steps.first { $0.kind.description == stepName }
-        switch (testCase.fails, testCase.policy) {
-        case (false, _):
-            guard case .complete = result else {
-                Issue.record("expected complete, got \(result)")
-                return
-            }
-        case (true, .serverFirst):
-            guard case .failed = result else {
-                Issue.record("expected failed, got \(result)")
-                return
-            }
-            #expect(try await store.all().count == 1, "still signed in")
-            #expect(step?.status == .failed)
-        case (true, .alwaysLocal):
-            guard case .partial = result else {
-                Issue.record("expected partial, got \(result)")
-                return
-            }
-            #expect(try await store.all().isEmpty, "signed out here")
-            #expect(step?.status == (testCase.step == .revoke ? .queued : .failed))
-        }
+        try await Self.expect(
+            result, fails: testCase.fails, policy: testCase.policy, store: store, step: step,
+            queued: testCase.step == .revoke)
         if testCase.fails {
             #expect(step?.isRetryable == true || testCase.fault == .malformed || testCase.fault == .oversized)
             #expect(step?.reason?.text.contains(token.refreshToken ?? "-") == false)
@@ -212,6 +194,36 @@ extension FaultMatrixTests {
             try await Self.inspector(dev).introspect(bobToken.refreshToken ?? "", kind: .refreshToken).active == false)
     }
 
+    /// The outcome a fault at one step must have: complete when the step did not fail; still
+    /// signed in under `serverFirst`; signed out here and partial under `alwaysLocal`, the step
+    /// queued when it is one the outbox takes.
+    static func expect(
+        _ result: SignOutResult, fails: Bool, policy: SignOutPolicy, store: CredentialStore, step: SignOutStep?,
+        queued: Bool
+    ) async throws {
+        switch (fails, policy) {
+        case (false, _):
+            guard case .complete = result else {
+                Issue.record("expected complete, got \(result)")
+                return
+            }
+        case (true, .serverFirst):
+            guard case .failed = result else {
+                Issue.record("expected failed, got \(result)")
+                return
+            }
+            #expect(try await store.all().count == 1, "still signed in")
+            #expect(step?.status == .failed)
+        case (true, .alwaysLocal):
+            guard case .partial = result else {
+                Issue.record("expected partial, got \(result)")
+                return
+            }
+            #expect(try await store.all().isEmpty, "signed out here")
+            #expect(step?.status == (queued ? .queued : .failed))
+        }
+    }
+
     static func inspector(_ dev: DevProvider) -> OpenIDProvider {
         OpenIDProvider(
             configuration: OpenIDProviderConfiguration(
@@ -247,8 +259,7 @@ extension FaultMatrixTests {
     func sessionLogout(fault: Fault, policy: SignOutPolicy) async throws {
         let setup = try await PingJourneyTests.setUp()
         defer { Task { await setup.stop() } }
-        let credential = try await setup.ping.signIn(try await PingJourneyTests.walk(setup.ping), into: setup.store)
-        let token = try await credential.token
+        let (_, token) = try await setup.signIn()
         // The faulty client: short timeouts, everything it needs fetched already.
         let faulty = PingJourneyProvider(
             configuration: PingJourneyConfiguration(
@@ -271,28 +282,8 @@ extension FaultMatrixTests {
         let result = await setup.store.signOut(.current, options: SignOutOptions(policy: policy))
         let step = result.steps.first { $0.kind == .sessionLogout }
         // A 200 whose body is not JSON is a logout all the same: its body is not needed.
-        let fails = fault != .malformed
-        switch (fails, policy) {
-        case (false, _):
-            guard case .complete = result else {
-                Issue.record("expected complete, got \(result)")
-                return
-            }
-        case (true, .serverFirst):
-            guard case .failed = result else {
-                Issue.record("expected failed, got \(result)")
-                return
-            }
-            #expect(try await setup.store.all().count == 1, "still signed in: the session is not ended")
-            #expect(step?.status == .failed)
-        case (true, .alwaysLocal):
-            guard case .partial = result else {
-                Issue.record("expected partial, got \(result)")
-                return
-            }
-            #expect(try await setup.store.all().isEmpty, "signed out here")
-            #expect(step?.status == .queued)
-        }
+        try await Self.expect(
+            result, fails: fault != .malformed, policy: policy, store: setup.store, step: step, queued: true)
         #expect(step?.reason?.text.contains(token.sessionToken ?? "-") != true)
         // The OAuth tokens were revoked whatever became of the session.
         #expect(try await setup.isActive(token.accessToken) == false)

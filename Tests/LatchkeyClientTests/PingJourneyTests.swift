@@ -28,6 +28,12 @@ struct PingJourneyTests {
             try await ping.validateSession(try #require(session, "no session was issued")).isValid
         }
 
+        /// Walks the Login journey as alice and signs in: the credential and its first tokens.
+        func signIn() async throws -> (Credential, Token) {
+            let credential = try await ping.signIn(try await PingJourneyTests.walk(ping), into: store)
+            return (credential, try await credential.token)
+        }
+
         func stop() async { await dev.stop() }
     }
 
@@ -164,8 +170,7 @@ struct PingJourneyTests {
     func revokeKeepsTheSession() async throws {
         let setup = try await Self.setUp()
         defer { Task { await setup.stop() } }
-        let credential = try await setup.ping.signIn(try await Self.walk(setup.ping), into: setup.store)
-        let before = try await credential.token
+        let (credential, before) = try await setup.signIn()
 
         let result = await credential.revoke()
         #expect(result.succeeded && !result.removedFromStore)
@@ -193,8 +198,7 @@ struct PingJourneyTests {
     func signOutEndsEverything() async throws {
         let setup = try await Self.setUp()
         defer { Task { await setup.stop() } }
-        let credential = try await setup.ping.signIn(try await Self.walk(setup.ping), into: setup.store)
-        let token = try await credential.token
+        let (credential, token) = try await setup.signIn()
 
         let result = await setup.store.signOut()
         guard case .complete(let steps) = result else {
@@ -213,8 +217,7 @@ struct PingJourneyTests {
     func logoutAloneLeavesTokens() async throws {
         let setup = try await Self.setUp()
         defer { Task { await setup.stop() } }
-        let credential = try await setup.ping.signIn(try await Self.walk(setup.ping), into: setup.store)
-        let token = try await credential.token
+        let (credential, token) = try await setup.signIn()
         try await setup.ping.logout(session: try #require(token.sessionToken))
         #expect(try await setup.isValid(token.sessionToken) == false)
         #expect(try await setup.isActive(token.accessToken), "the access token outlives the session")
@@ -227,8 +230,7 @@ struct PingJourneyTests {
     func offlineSignOut() async throws {
         let setup = try await Self.setUp()
         defer { Task { await setup.stop() } }
-        let credential = try await setup.ping.signIn(try await Self.walk(setup.ping), into: setup.store)
-        let token = try await credential.token
+        let (credential, token) = try await setup.signIn()
         setup.dev.faults.isOffline = true
         let result = await setup.store.signOut(.current, options: SignOutOptions(policy: .alwaysLocal))
         guard case .partial(let steps) = result else {
@@ -276,8 +278,8 @@ struct PingJourneyTests {
     func deadSession() async throws {
         let setup = try await Self.setUp()
         defer { Task { await setup.stop() } }
-        let credential = try await setup.ping.signIn(try await Self.walk(setup.ping), into: setup.store)
-        try await setup.ping.logout(session: try #require(try await credential.token.sessionToken))
+        let (credential, token) = try await setup.signIn()
+        try await setup.ping.logout(session: try #require(token.sessionToken))
         _ = await credential.revoke()
         do {
             _ = try await credential.accessToken()
@@ -292,8 +294,7 @@ struct PingJourneyTests {
     func endSessionEndsTheSession() async throws {
         let setup = try await Self.setUp()
         defer { Task { await setup.stop() } }
-        let credential = try await setup.ping.signIn(try await Self.walk(setup.ping), into: setup.store)
-        let token = try await credential.token
+        let (credential, token) = try await setup.signIn()
         let result = await setup.store.signOut(
             .current, options: SignOutOptions(endProviderSession: true, revokeTokens: false))
         #expect(result.steps.contains { $0.kind == .endSession && $0.status == .succeeded })

@@ -19,6 +19,14 @@ struct SecretsTests {
         func logger(_ label: String) -> Logger {
             LineLogHandler.logger(label) { line, _ in self.lines.withLock { $0.append(line) } }
         }
+
+        /// A SQLite store in a new folder, logging here: what a device keeps on disk.
+        func sqliteStore() throws -> (CredentialStore, folder: URL) {
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("secrets-\(UUID().uuidString)")
+            let storage = try SQLiteCredentialStorage(
+                path: folder.appendingPathComponent("credentials.sqlite").path, logger: logger("sqlite"))
+            return (CredentialStore(storage: storage, logger: logger("store")), folder)
+        }
     }
 
     @Test("sign-in, refresh, revocation, failed refresh, offline sign-out and drain log no token")
@@ -26,11 +34,8 @@ struct SecretsTests {
         let capture = Capture()
         let dev = try await DevProvider.start(signingKeys: SharedSigningKeys.get())
         defer { Task { await dev.stop() } }
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("secrets-\(UUID().uuidString)")
+        let (store, folder) = try capture.sqliteStore()
         defer { try? FileManager.default.removeItem(at: folder) }
-        let storage = try SQLiteCredentialStorage(
-            path: folder.appendingPathComponent("credentials.sqlite").path, logger: capture.logger("sqlite"))
-        let store = CredentialStore(storage: storage, logger: capture.logger("store"))
         let provider = OpenIDProvider(
             configuration: OpenIDProviderConfiguration(
                 issuer: dev.issuer, clientID: "latchkey-cli",
@@ -121,11 +126,8 @@ struct SecretsTests {
         let capture = Capture()
         let dev = try await DevProvider.start(signingKeys: SharedSigningKeys.get())
         defer { Task { await dev.stop() } }
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("secrets-\(UUID().uuidString)")
+        let (store, folder) = try capture.sqliteStore()
         defer { try? FileManager.default.removeItem(at: folder) }
-        let storage = try SQLiteCredentialStorage(
-            path: folder.appendingPathComponent("credentials.sqlite").path, logger: capture.logger("sqlite"))
-        let store = CredentialStore(storage: storage, logger: capture.logger("store"))
         let ping = PingJourneyProvider(
             configuration: PingJourneyConfiguration(
                 serverURL: dev.issuer, realm: "alpha", journey: "SteppedLogin", clientID: "latchkey-cli"),
