@@ -300,6 +300,28 @@ public final class SQLiteCredentialStorage: CredentialStorage, OutboxStorage {
         return try await read { db in try Self.readOutbox(db, sealer: sealer).entries }
     }
 
+    /// Claims in one `IMMEDIATE` transaction, so processes sharing the file never claim the same
+    /// entry; a claim is the entry's `claimed_until`.
+    public func claimOutboxEntries(dueBy date: Date, limit: Int, now: Date, for duration: Duration)
+        async throws(StorageError) -> [OutboxEntry]
+    {
+        let sealer = self.sealer
+        let (due, moment) = (date.timeIntervalSinceReferenceDate, now.timeIntervalSinceReferenceDate)
+        let until = moment + Double(duration.components.seconds)
+        return try await write { db in
+            let claimable = OutboxRecord.filter(
+                Column("failed_permanently") == false && Column("next_attempt_at") <= due
+                    && (Column("claimed_until") == nil || Column("claimed_until") <= moment)
+            ).order(Column("next_attempt_at"), Column("created_at")).limit(max(0, limit))
+            let entries = try Self.readOutbox(db, sealer: sealer, claimable).entries
+            for entry in entries {
+                try db.execute(
+                    sql: "UPDATE outbox SET claimed_until = ? WHERE id = ?", arguments: [until, entry.id.uuidString])
+            }
+            return entries
+        }
+    }
+
     public func updateOutboxEntry(_ entry: OutboxEntry) async throws(StorageError) {
         let record = try OutboxRecord(entry, sealer: sealer)
         try await write { db in
@@ -361,11 +383,13 @@ public final class SQLiteCredentialStorage: CredentialStorage, OutboxStorage {
         return (credentials, damaged)
     }
 
-    static func readOutbox(_ db: Database, sealer: Sealer) throws -> (entries: [OutboxEntry], damaged: [DamagedRecord])
-    {
+    static func readOutbox(
+        _ db: Database, sealer: Sealer,
+        _ request: QueryInterfaceRequest<OutboxRecord> = OutboxRecord.order(
+            Column("next_attempt_at"), Column("created_at"))
+    ) throws -> (entries: [OutboxEntry], damaged: [DamagedRecord]) {
         var entries: [OutboxEntry] = []
         var damaged: [DamagedRecord] = []
-        let request = OutboxRecord.order(Column("next_attempt_at"), Column("created_at"))
         for row in try Row.fetchAll(db, request) {
             do {
                 switch try OutboxRecord(row: row).open(with: sealer) {

@@ -103,6 +103,10 @@ enum Schema {
                 try CredentialRecord(credential, sealer: sealer).update(db)
             }
         },
+        { db, _ in
+            // Drainers sharing the file claim entries, so that one revocation is sent once.
+            try db.execute(sql: "ALTER TABLE outbox ADD COLUMN claimed_until REAL")
+        },
     ]
 
     /// Seals every credential, outbox entry and the default marker again, bound as version 4
@@ -114,7 +118,7 @@ enum Schema {
                 let sealed: Data = row["sealed_token"],
                 let plaintext = sealer.open(sealed, context: SealContext.legacyCredential(id)),
                 let metadata = try? JSONDecoder().decode(CredentialMetadata.self, from: Data(metadataText.utf8)),
-                let canonical = try? CredentialRecord.encoder.encode(metadata)
+                let canonical = try? SealedCredential.encoder.encode(metadata)
             else { continue }
             let text = String(decoding: canonical, as: UTF8.self)
             try db.execute(

@@ -189,4 +189,33 @@ enum OutboxChecks {
         #expect(stored.failedPermanently)
         #expect(stored == first)
     }
+
+    static func claims(_ storage: Storage) async throws {
+        let now = Date(timeIntervalSince1970: 1_800_000_100)
+        let due = [ContractFixtures.entry("SECRET-A", due: 10), ContractFixtures.entry("SECRET-B", due: 20)]
+        var permanent = ContractFixtures.entry("SECRET-P", due: 5)
+        permanent.failedPermanently = true
+        let later = ContractFixtures.entry("SECRET-LATER", due: 500)
+        for entry in due + [permanent, later] { try await storage.enqueue(entry, limit: 10) }
+
+        // Due entries only, the earliest first, at most the limit; never a permanent failure.
+        let first = try await storage.claimOutboxEntries(dueBy: now, limit: 1, now: now, for: .seconds(60))
+        #expect(first == [due[0]])
+        let second = try await storage.claimOutboxEntries(dueBy: now, limit: 10, now: now, for: .seconds(60))
+        #expect(second == [due[1]], "a claimed entry is not claimed again")
+        #expect(try await storage.claimOutboxEntries(dueBy: now, limit: 10, now: now, for: .seconds(60)).isEmpty)
+
+        // An update ends the claim; a claim that ran out (its drainer died) is taken over.
+        var retried = due[0]
+        retried.attempts = 2
+        try await storage.updateOutboxEntry(retried)
+        let again = try await storage.claimOutboxEntries(dueBy: now, limit: 10, now: now, for: .seconds(60))
+        #expect(again == [retried])
+        let afterTimeout = now.addingTimeInterval(61)
+        let takenOver = try await storage.claimOutboxEntries(
+            dueBy: afterTimeout, limit: 10, now: afterTimeout, for: .seconds(60))
+        #expect(Set(takenOver.map(\.id)) == Set(due.map(\.id)))
+        // Claims change nothing in the listing.
+        #expect(try await storage.outboxEntries().count == 4)
+    }
 }

@@ -59,6 +59,8 @@ public enum StorageContract {
         Check(
             name: "the outbox keeps entries, earliest due first, updates and removes them", body: OutboxChecks.entries),
         Check(name: "the outbox holds at most its limit; a permanent failure is kept", body: OutboxChecks.limit),
+        Check(
+            name: "drainers claim due entries one at a time until an update or a timeout", body: OutboxChecks.claims),
     ]
 }
 

@@ -198,7 +198,7 @@ struct PingJourneyTests {
     func signOutEndsEverything() async throws {
         let setup = try await Self.setUp()
         defer { Task { await setup.stop() } }
-        let (credential, token) = try await setup.signIn()
+        let (_, token) = try await setup.signIn()
 
         let result = await setup.store.signOut()
         guard case .complete(let steps) = result else {
@@ -217,7 +217,7 @@ struct PingJourneyTests {
     func logoutAloneLeavesTokens() async throws {
         let setup = try await Self.setUp()
         defer { Task { await setup.stop() } }
-        let (credential, token) = try await setup.signIn()
+        let (_, token) = try await setup.signIn()
         try await setup.ping.logout(session: try #require(token.sessionToken))
         #expect(try await setup.isValid(token.sessionToken) == false)
         #expect(try await setup.isActive(token.accessToken), "the access token outlives the session")
@@ -230,7 +230,7 @@ struct PingJourneyTests {
     func offlineSignOut() async throws {
         let setup = try await Self.setUp()
         defer { Task { await setup.stop() } }
-        let (credential, token) = try await setup.signIn()
+        let (_, token) = try await setup.signIn()
         setup.dev.faults.isOffline = true
         let result = await setup.store.signOut(.current, options: SignOutOptions(policy: .alwaysLocal))
         guard case .partial(let steps) = result else {
@@ -294,7 +294,7 @@ struct PingJourneyTests {
     func endSessionEndsTheSession() async throws {
         let setup = try await Self.setUp()
         defer { Task { await setup.stop() } }
-        let (credential, token) = try await setup.signIn()
+        let (_, token) = try await setup.signIn()
         let result = await setup.store.signOut(
             .current, options: SignOutOptions(endProviderSession: true, revokeTokens: false))
         #expect(result.steps.contains { $0.kind == .endSession && $0.status == .succeeded })

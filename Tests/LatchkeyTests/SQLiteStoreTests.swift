@@ -307,7 +307,7 @@ struct SQLiteStoreTests {
             nextAttemptAt: Date(timeIntervalSince1970: 1_800_000_000), lastError: nil)
         try await store.outbox.enqueue(entry, limit: 10)
         // Turn the file back into what version 2 wrote: seals bound to the id only, the default
-        // marker in the clear, no version column, lease table or permanent-failure column.
+        // marker in the clear, no version column, lease table, permanent-failure or claim column.
         let sealer = Sealer(key: key)
         let queue = try DatabaseQueue(path: path)
         try await queue.write { db in
@@ -329,6 +329,7 @@ struct SQLiteStoreTests {
             try db.execute(
                 sql: "UPDATE setting SET value = ? WHERE name = 'default_credential'", arguments: [bob.id.rawValue])
             try db.execute(sql: "ALTER TABLE outbox DROP COLUMN failed_permanently")
+            try db.execute(sql: "ALTER TABLE outbox DROP COLUMN claimed_until")
             try db.execute(sql: "ALTER TABLE credential DROP COLUMN version")
             for column in [
                 "name", "client_id", "tags", "access_token_expires_at", "has_access_token", "has_refresh_token",

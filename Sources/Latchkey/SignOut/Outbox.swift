@@ -40,16 +40,21 @@ public struct DrainOptions: Sendable {
     public var timeLimit: Duration?
     /// The backoff for entries that fail again.
     public var backoff: OutboxBackoff
+    /// How long an entry stays claimed by this drain: drainers sharing the storage (processes,
+    /// a fleet's instances) leave it alone meanwhile, and take it over when this drain died
+    /// before trying it. Keep it well above a provider's request timeout.
+    public var claimDuration: Duration
 
     /// Creates options.
     public init(
         includeNotDue: Bool = false, maximumConcurrency: Int = 8, timeLimit: Duration? = nil,
-        backoff: OutboxBackoff = .default
+        backoff: OutboxBackoff = .default, claimDuration: Duration = .seconds(120)
     ) {
         self.includeNotDue = includeNotDue
         self.maximumConcurrency = max(1, maximumConcurrency)
         self.timeLimit = timeLimit
         self.backoff = backoff
+        self.claimDuration = claimDuration
     }
 }
 
@@ -63,6 +68,8 @@ public struct DrainReport: Sendable, CustomStringConvertible {
     public var dropped: Int = 0
     /// Entries not tried (not due, or past the time limit).
     public var notDue: Int = 0
+    /// Due entries another drainer sharing the storage was trying (or had just tried) meanwhile.
+    public var claimedElsewhere: Int = 0
     /// Entries that failed in a way a retry cannot fix: no longer tried, kept until dropped.
     public var permanent: Int = 0
     /// Outbox records that cannot be read, by id; every other entry was tried.
@@ -82,6 +89,7 @@ public struct DrainReport: Sendable, CustomStringConvertible {
 
     public var description: String {
         var text = "revoked \(revoked), failed \(failed), dropped \(dropped), not due \(notDue)"
+        if claimedElsewhere > 0 { text += ", claimed by another drainer \(claimedElsewhere)" }
         if permanent > 0 { text += ", failed permanently \(permanent)" }
         if !damaged.isEmpty { text += ", damaged \(damaged.count)" }
         if let storageError { text += "; the outbox could not be used: \(storageError)" }
@@ -96,7 +104,8 @@ extension CredentialStore {
     }
 
     /// Retries the revocations waiting in the outbox: due entries only (unless asked), with
-    /// bounded concurrency. A success removes the entry; a failure sets the next attempt with
+    /// bounded concurrency, each claimed first (``OutboxStorage/claimOutboxEntries(dueBy:limit:now:for:)``)
+    /// so that drainers sharing the storage send every revocation once. A success removes the entry; a failure sets the next attempt with
     /// exponential backoff, jitter and the provider's `Retry-After`; a failure a retry cannot fix
     /// (``ProviderError/isRetryable`` false, or no provider registered) marks the entry
     /// ``OutboxEntry/failedPermanently``: it is no longer tried and stays until
@@ -117,7 +126,7 @@ extension CredentialStore {
             logger.error("outbox entry damaged; left as it is", metadata: ["entry": "\(damaged.id)"])
         }
         let date = now()
-        var due: [OutboxEntry] = []
+        var due = 0
         for entry in entries {
             if let expiry = entry.tokenExpiresAt, expiry <= date {
                 do {
@@ -130,29 +139,64 @@ extension CredentialStore {
             } else if entry.failedPermanently {
                 report.permanent += 1
             } else if options.includeNotDue || entry.nextAttemptAt <= date {
-                due.append(entry)
+                due += 1
             } else {
                 report.notDue += 1
             }
         }
-        let providers = due.map { provider(for: $0.provider) }
-        let outcome = await withTaskGroup(of: (OutboxEntry, ProviderError?).self) { group in
+        // Due entries are claimed a batch at a time, so that drainers sharing the storage split
+        // them, each revocation is sent once, and a claim never outlives the work it covers.
+        var attempted = 0
+        var outOfTime = false
+        func timeIsUp() -> Bool {
+            guard let limit = options.timeLimit else { return false }
+            return clock.date.timeIntervalSince(date)
+                > Double(limit.components.seconds) + Double(limit.components.attoseconds) / 1e18
+        }
+        while attempted < due {
+            if timeIsUp() {
+                outOfTime = true
+                break
+            }
+            let batch: [OutboxEntry]
+            do {
+                batch = try await outbox.claimOutboxEntries(
+                    dueBy: options.includeNotDue ? .distantFuture : date, limit: options.maximumConcurrency * 4,
+                    now: now(), for: options.claimDuration)
+            } catch {
+                report.storageError = error
+                break
+            }
+            guard !batch.isEmpty else { break }
+            attempted += batch.count
+            let outcome = await revoke(batch, options: options, timeIsUp: timeIsUp)
+            report.peakConcurrency = max(report.peakConcurrency, outcome.peak)
+            report.notDue += outcome.notStarted.count
+            for entry in outcome.notStarted {
+                // Past the time limit: given back at once, not after the claim runs out.
+                try? await outbox.updateOutboxEntry(entry)
+            }
+            await record(outcome.results, options: options, into: &report)
+        }
+        if due > attempted {
+            if outOfTime { report.notDue += due - attempted } else { report.claimedElsewhere += due - attempted }
+        }
+        return report
+    }
+
+    /// Sends the revocations of `batch`, at most `maximumConcurrency` at once, starting none
+    /// once the time is up.
+    private func revoke(
+        _ batch: [OutboxEntry], options: DrainOptions, timeIsUp: () -> Bool
+    ) async -> (results: [(OutboxEntry, ProviderError?)], peak: Int, notStarted: [OutboxEntry]) {
+        let providers = batch.map { provider(for: $0.provider) }
+        return await withTaskGroup(of: (OutboxEntry, ProviderError?).self) { group in
             var next = 0
             var running = 0
             var peak = 0
             var results: [(OutboxEntry, ProviderError?)] = []
-            func canStart() -> Bool {
-                guard next < due.count else { return false }
-                if let limit = options.timeLimit,
-                    clock.date.timeIntervalSince(date) > Double(limit.components.seconds)
-                        + Double(limit.components.attoseconds) / 1e18
-                {
-                    return false
-                }
-                return true
-            }
-            while running < options.maximumConcurrency, canStart() {
-                Self.addRevocation(of: due[next], provider: providers[next], to: &group)
+            while running < options.maximumConcurrency, next < batch.count, !timeIsUp() {
+                Self.addRevocation(of: batch[next], provider: providers[next], to: &group)
                 next += 1
                 running += 1
                 peak = max(peak, running)
@@ -160,18 +204,22 @@ extension CredentialStore {
             for await result in group {
                 running -= 1
                 results.append(result)
-                if canStart() {
-                    Self.addRevocation(of: due[next], provider: providers[next], to: &group)
+                if next < batch.count, !timeIsUp() {
+                    Self.addRevocation(of: batch[next], provider: providers[next], to: &group)
                     next += 1
                     running += 1
                     peak = max(peak, running)
                 }
             }
-            return (results: results, peak: peak, notStarted: due.count - next)
+            return (results, peak, Array(batch[next...]))
         }
-        report.peakConcurrency = outcome.peak
-        report.notDue += outcome.notStarted
-        for (entry, error) in outcome.results {
+    }
+
+    /// Removes the entries that were revoked, and sets the next attempt of those that failed.
+    private func record(
+        _ results: [(OutboxEntry, ProviderError?)], options: DrainOptions, into report: inout DrainReport
+    ) async {
+        for (entry, error) in results {
             do {
                 if let error {
                     var updated = entry
@@ -200,7 +248,6 @@ extension CredentialStore {
                 report.storageError = error
             }
         }
-        return report
     }
 
     /// Removes an outbox entry on purpose, revoked or not: an entry that failed permanently, or

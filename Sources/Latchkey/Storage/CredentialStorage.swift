@@ -81,7 +81,17 @@ public protocol OutboxStorage: Sendable {
     /// ``damagedOutboxEntries()``).
     func outboxEntries() async throws(StorageError) -> [OutboxEntry]
 
-    /// Replaces an entry (after a failed attempt); absent entries are ignored.
+    /// Claims up to `limit` entries for one drainer: those due by `date` (the earliest first),
+    /// not failed permanently, and not claimed by another drainer (or only by one whose claim
+    /// ran out before `now`). Each is claimed until `now + duration`, in one atomic step, so
+    /// that drainers sharing the storage (tasks, processes, a fleet's instances) never send the
+    /// same revocation at once; a drainer that dies loses its claims when they run out.
+    ///
+    /// A claim ends when the entry is updated (``updateOutboxEntry(_:)``) or removed.
+    func claimOutboxEntries(dueBy date: Date, limit: Int, now: Date, for duration: Duration)
+        async throws(StorageError) -> [OutboxEntry]
+
+    /// Replaces an entry (after a failed attempt) and ends its claim; absent entries are ignored.
     func updateOutboxEntry(_ entry: OutboxEntry) async throws(StorageError)
 
     /// Removes an entry (revoked, expired, or dropped on purpose; a damaged one too).

@@ -8,6 +8,8 @@ public actor InMemoryCredentialStorage: CredentialStorage, OutboxStorage {
     private var order: [CredentialID] = []
     private var defaultID: CredentialID?
     private var outbox: [UUID: OutboxEntry] = [:]
+    /// When each claimed outbox entry's claim runs out.
+    private var claims: [UUID: Date] = [:]
     /// The credentials whose refresh lease is held, with the holders waiting for each, in order.
     private var leases: [CredentialID: [CheckedContinuation<Void, Never>]] = [:]
 
@@ -100,11 +102,24 @@ public actor InMemoryCredentialStorage: CredentialStorage, OutboxStorage {
         outbox.values.sorted { ($0.nextAttemptAt, $0.createdAt) < ($1.nextAttemptAt, $1.createdAt) }
     }
 
+    public func claimOutboxEntries(dueBy date: Date, limit: Int, now: Date, for duration: Duration)
+        throws(StorageError) -> [OutboxEntry]
+    {
+        let until = now.addingTimeInterval(Double(duration.components.seconds))
+        let claimed = try outboxEntries()
+            .filter { !$0.failedPermanently && $0.nextAttemptAt <= date && (claims[$0.id] ?? .distantPast) <= now }
+            .prefix(max(0, limit))
+        for entry in claimed { claims[entry.id] = until }
+        return Array(claimed)
+    }
+
     public func updateOutboxEntry(_ entry: OutboxEntry) throws(StorageError) {
         if outbox[entry.id] != nil { outbox[entry.id] = entry }
+        claims[entry.id] = nil
     }
 
     public func removeOutboxEntry(_ id: UUID) throws(StorageError) {
         outbox[id] = nil
+        claims[id] = nil
     }
 }

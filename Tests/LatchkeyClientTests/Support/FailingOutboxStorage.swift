@@ -31,6 +31,11 @@ struct FailingOutboxStorage: CredentialStorage, OutboxStorage {
         throw StorageError(.databaseFailure, reason: "database or disk is full", retryable: true)
     }
     func outboxEntries() async throws(StorageError) -> [OutboxEntry] { try await inner.outboxEntries() }
+    func claimOutboxEntries(dueBy date: Date, limit: Int, now: Date, for duration: Duration)
+        async throws(StorageError) -> [OutboxEntry]
+    {
+        try await inner.claimOutboxEntries(dueBy: date, limit: limit, now: now, for: duration)
+    }
     func updateOutboxEntry(_ entry: OutboxEntry) async throws(StorageError) { try await inner.updateOutboxEntry(entry) }
     func removeOutboxEntry(_ id: UUID) async throws(StorageError) { try await inner.removeOutboxEntry(id) }
 }
