@@ -108,13 +108,7 @@ struct ClientScenarioTests {
         try await withHarness(kind) { harness in
             let credential = try await harness.provider.signIn(
                 .password(username: "bob", password: "bob-password"), into: harness.store)
-            var claims = try await credential.userInfo()
-            if kind == .glewlwyd, claims["email"] == nil {
-                // Glewlwyd now and then leaves its on-demand claims out of an answer when the
-                // whole suite loads it (seen about once in five full runs, never alone). The
-                // claims are Glewlwyd's to give: asked again, it must give them.
-                claims = try await credential.userInfo()
-            }
+            let claims = try await credential.userInfo()
             #expect(claims["email"] == .string("bob@example.com"))
             #expect(claims["sub"] != nil)
         }

@@ -1,0 +1,44 @@
+import Synchronization
+
+/// Lets one test at a time into a part of the suite: the tests that drive Glewlwyd, whose
+/// SQLite database answers 500 now and then when the whole suite writes to it at once
+/// ("Error executing sql query" in its log). Waiting never blocks a thread.
+public final class AsyncGate: Sendable {
+    private struct State {
+        var busy = false
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let state = Mutex(State())
+
+    public init() {}
+
+    /// The gate of the tests that talk to the running Glewlwyd.
+    public static let glewlwyd = AsyncGate()
+
+    /// Runs `body` once no other holder is inside.
+    public func run<T>(_ body: () async throws -> T) async rethrows -> T {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = state.withLock { state -> Bool in
+                guard state.busy else {
+                    state.busy = true
+                    return true
+                }
+                state.waiters.append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
+        }
+        defer {
+            let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
+                guard !state.waiters.isEmpty else {
+                    state.busy = false
+                    return nil
+                }
+                return state.waiters.removeFirst()
+            }
+            next?.resume()
+        }
+        return try await body()
+    }
+}
