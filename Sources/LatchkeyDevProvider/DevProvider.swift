@@ -153,6 +153,29 @@ public final class DevProvider: Sendable {
         await state.setAccessTokenLifetime(seconds)
     }
 
+    /// Issues `count` refresh tokens of `username` to `clientID` at once, each in a grant and a
+    /// session of its own, without the HTTP round trips or signatures of a sign-in: for tests
+    /// that need thousands of live tokens (a revocation outbox draining, say).
+    ///
+    /// - Throws: ``DevProviderError`` when the user or the client is not in the configuration.
+    public func mintRefreshTokens(
+        count: Int, username: String = "alice", clientID: String = "latchkey-cli",
+        scopes: [String] = ["openid", "offline_access"]
+    ) async throws -> [String] {
+        do {
+            return try await state.mintRefreshTokens(
+                count: count, username: username, clientID: clientID, scopes: scopes)
+        } catch {
+            throw DevProviderError(description: "There is no user \(username) or no client \(clientID).")
+        }
+    }
+
+    /// Whether `token` (access or refresh token, or device secret) is active, as introspection
+    /// would answer, asked in-process.
+    public func isActive(_ token: String) async -> Bool {
+        await state.introspect(token)["active"] == .bool(true)
+    }
+
     /// How many journey sessions of `username` are live: what a test of a sign-out checks on
     /// the server's side.
     public func liveJourneySessions(of username: String) async -> Int {

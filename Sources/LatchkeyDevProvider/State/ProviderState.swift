@@ -94,6 +94,9 @@ actor ProviderState {
     private var accessTokens: [String: AccessRecord] = [:]  // jti → record
     private var accessTokenIDs: [String: String] = [:]  // token → jti
     private var refreshTokens: [String: RefreshRecord] = [:]
+    /// Each grant's access token ids and refresh tokens, so that revoking a grant does not walk
+    /// every token the provider ever issued.
+    private var grantTokens: [String: (jtis: [String], refreshTokens: [String])] = [:]
     private var deviceSecrets: [String: DeviceSecretRecord] = [:]
     private var codes: [String: AuthorizationCode] = [:]
     private var deviceRequests: [String: DeviceRequest] = [:]  // device code → request
@@ -253,6 +256,26 @@ actor ProviderState {
             keepRefreshToken: configuration.rotateRefreshTokens ? nil : refreshToken)
     }
 
+    /// `count` grants of `username` to `clientID`, each with a session and a refresh token only:
+    /// no signing, no HTTP, for tests that need many live tokens at once.
+    func mintRefreshTokens(count: Int, username: String, clientID: String, scopes: [String]) throws -> [String] {
+        guard configuration.user(named: username) != nil, configuration.client(clientID) != nil else {
+            throw OAuthFailure.invalidRequest("There is no such user or client.")
+        }
+        let issued = now()
+        return (0..<count).map { _ in
+            let sid = startSession(username: username)
+            let grantID = newGrant(issuer: issuer, clientID: clientID, username: username, scopes: scopes, sid: sid)
+            let token = Self.randomToken(bytes: 32)
+            refreshTokens[token] = RefreshRecord(
+                grantID: grantID,
+                expiresAt: issued.addingTimeInterval(TimeInterval(configuration.refreshTokenLifetime)),
+                issuedAt: issued)
+            grantTokens[grantID, default: ([], [])].refreshTokens.append(token)
+            return token
+        }
+    }
+
     private func newGrant(issuer: String, clientID: String, username: String, scopes: [String], sid: String)
         -> String
     {
@@ -274,6 +297,7 @@ actor ProviderState {
         let lifetime = accessTokenLifetime
         accessTokens[jti] = AccessRecord(
             grantID: grantID, expiresAt: issued.addingTimeInterval(TimeInterval(lifetime)), issuedAt: issued)
+        grantTokens[grantID, default: ([], [])].jtis.append(jti)
         var answer: TokenAnswer = [
             "token_type": .string("Bearer"), "expires_in": .number(lifetime),
             "scope": .string(grant.scopes.joined(separator: " ")),
@@ -287,6 +311,7 @@ actor ProviderState {
                     grantID: grantID,
                     expiresAt: issued.addingTimeInterval(TimeInterval(configuration.refreshTokenLifetime)),
                     issuedAt: issued)
+                grantTokens[grantID, default: ([], [])].refreshTokens.append(refreshToken)
                 answer["refresh_token"] = .string(refreshToken)
             }
             // Not in RFC 6749, but widely sent (Keycloak and others): when the refresh token
@@ -469,8 +494,9 @@ actor ProviderState {
     /// A grant and every token of it, revoked.
     private func revokeGrant(_ grantID: String) {
         grants[grantID]?.revoked = true
-        for (jti, record) in accessTokens where record.grantID == grantID { accessTokens[jti]?.revoked = true }
-        for (token, record) in refreshTokens where record.grantID == grantID { refreshTokens[token]?.retired = true }
+        let tokens = grantTokens[grantID] ?? ([], [])
+        for jti in tokens.jtis { accessTokens[jti]?.revoked = true }
+        for token in tokens.refreshTokens { refreshTokens[token]?.retired = true }
     }
 
     /// The introspection answer for `token` (RFC 7662 §2.2).
