@@ -1,6 +1,7 @@
 import Foundation
 import Latchkey
 import LatchkeySQLite
+import LatchkeyTestSupport
 import Testing
 
 @Suite("Credential store")

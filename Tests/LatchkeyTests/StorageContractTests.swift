@@ -2,6 +2,7 @@ import Foundation
 import Latchkey
 import LatchkeySQLite
 import LatchkeyStorageTesting
+import LatchkeyTestSupport
 import Testing
 
 /// The shipped storage contract (`LatchkeyStorageTesting`), run against each of Latchkey's

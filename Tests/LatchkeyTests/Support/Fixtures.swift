@@ -1,6 +1,7 @@
 import Foundation
 import Latchkey
 import LatchkeySQLite
+import LatchkeyTestSupport
 import Testing
 
 /// Builders for test tokens and throwaway folders.
@@ -40,27 +41,6 @@ enum Fixtures {
             issuedAt: Date(timeIntervalSince1970: 1_800_000_000),
             expiresAt: Date(timeIntervalSince1970: 1_800_000_000 + expiresIn),
             provider: provider)
-    }
-}
-
-/// A new, empty folder under the system's temporary folder, removed by `cleanUp()`.
-struct TemporaryFolder: Sendable {
-    let path: String
-
-    init() throws {
-        path =
-            FileManager.default.temporaryDirectory
-            .appendingPathComponent("latchkey-tests-\(UUID().uuidString)").path
-        // 0700 whatever the umask: the store refuses a folder open to other users' writes.
-        try FileManager.default.createDirectory(
-            atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-    }
-
-    func file(_ name: String) -> String { (path as NSString).appendingPathComponent(name) }
-
-    func cleanUp() {
-        _ = try? FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: path)
-        try? FileManager.default.removeItem(atPath: path)
     }
 }
 
