@@ -16,6 +16,7 @@ let package = Package(
     products: [
         .library(name: "Latchkey", targets: ["Latchkey"]),
         .library(name: "LatchkeySQLite", targets: ["LatchkeySQLite"]),
+        .library(name: "LatchkeyPostgres", targets: ["LatchkeyPostgres"]),
         .library(name: "LatchkeyHTTP", targets: ["LatchkeyHTTP"]),
         .library(name: "LatchkeyDevProvider", targets: ["LatchkeyDevProvider"]),
         .library(name: "LatchkeyStorageTesting", targets: ["LatchkeyStorageTesting"]),
@@ -38,6 +39,8 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-subprocess.git", from: "1.0.2"),
         // File descriptors, stat and errno for the SQLite store's files.
         .package(url: "https://github.com/apple/swift-system.git", from: "1.7.0"),
+        // The fleet store.
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.0"),
     ],
     targets: [
         .target(
@@ -61,6 +64,18 @@ let package = Package(
                 "Latchkey",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        // The fleet store: many server instances share credentials, one refresh lease per
+        // credential, an outbox they drain together and change events between them.
+        .target(
+            name: "LatchkeyPostgres",
+            dependencies: [
+                "Latchkey",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -103,9 +118,11 @@ let package = Package(
             dependencies: [
                 "Latchkey",
                 "LatchkeySQLite",
+                "LatchkeyPostgres",
                 "LatchkeyHTTP",
                 "LatchkeyDevProvider",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),
@@ -115,7 +132,11 @@ let package = Package(
         // The benchmark suite: `swift run -c release latchkey-bench`.
         .executableTarget(
             name: "latchkey-bench",
-            dependencies: ["Latchkey", "LatchkeySQLite", "LatchkeyHTTP", "LatchkeyDevProvider"],
+            dependencies: [
+                "Latchkey", "LatchkeySQLite", "LatchkeyPostgres", "LatchkeyHTTP", "LatchkeyDevProvider",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             path: "Benchmarks/latchkey-bench",
             swiftSettings: strictSettings
         ),
@@ -124,6 +145,18 @@ let package = Package(
             name: "latchkey-store-worker",
             dependencies: ["Latchkey", "LatchkeySQLite"],
             path: "Tests/StoreWorker",
+            swiftSettings: strictSettings
+        ),
+        // An instance of a fleet, started as a separate process by the PostgreSQL store's tests.
+        .executableTarget(
+            name: "latchkey-fleet-worker",
+            dependencies: [
+                "Latchkey", "LatchkeyPostgres", "LatchkeySQLite", "LatchkeyHTTP",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            path: "Tests/FleetWorker",
             swiftSettings: strictSettings
         ),
         // What several test targets share: child processes, the built executables, signing keys,
@@ -170,6 +203,19 @@ let package = Package(
             dependencies: [
                 "LatchkeyDevProvider", "LatchkeyTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        // The PostgreSQL store against a real server: the storage contract, its errors, change
+        // events, fleets of separate processes, and the command-line tool with --store.
+        .testTarget(
+            name: "LatchkeyPostgresTests",
+            dependencies: [
+                "Latchkey", "LatchkeyPostgres", "LatchkeyStorageTesting", "LatchkeyTestSupport", "LatchkeyDevProvider",
+                "LatchkeyHTTP", "LatchkeySQLite",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings
         ),

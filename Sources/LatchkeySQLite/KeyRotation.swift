@@ -94,6 +94,20 @@ extension SQLiteCredentialStorage {
         return try StoreFiles.readKey(from: descriptor, name: "file descriptor \(number)")
     }
 
+    /// Reads a key file (32 bytes or their base64) as Latchkey's stores trust one: a regular
+    /// file, not a link, that belongs to the user and that no other user can read or write.
+    /// For the key of a store kept elsewhere (PostgreSQL, say) that the caller holds in a file.
+    ///
+    /// - Throws: ``StorageError/Code/fileNotAccessible`` when there is no such file or it
+    ///   cannot be read, ``StorageError/Code/insecureFile`` when others could read or replace
+    ///   it, and ``StorageError/Code/invalidKeyFile`` when it does not hold a key.
+    public static func readKey(fromFile path: String) throws(StorageError) -> SymmetricKey {
+        guard let key = try StoreFiles.readKeyFile(at: path) else {
+            throw StorageError(.fileNotAccessible, path: path, reason: "There is no key file there.")
+        }
+        return key
+    }
+
     /// Seals a secret that lives outside the database (a client secret in a configuration
     /// file, say) with the store's key, bound to `purpose`: the text returned is base64.
     public func seal(secret: String, purpose: String) throws(StorageError) -> String {

@@ -11,6 +11,20 @@ public enum CredentialStoreEvent: Sendable, Hashable {
     case removed(CredentialID)
     /// The default credential changed (to `nil` when it was cleared).
     case defaultChanged(CredentialID?)
+    /// The storage's feed of changes made elsewhere (other instances sharing a database) was
+    /// cut and is back: changes made meanwhile were not published. Read again what you show.
+    case changesMayHaveBeenMissed
+}
+
+/// Storage that other stores change too (other processes, other machines) and that tells of
+/// their changes. A ``CredentialStore`` over such storage publishes them on
+/// ``CredentialStore/changes`` beside its own.
+public protocol CredentialChangeFeed: Sendable {
+    /// The changes made through other stores sharing this storage, from now on, never the
+    /// changes made through this storage object (the store publishes those itself). When the
+    /// feed was cut and came back, it says so with ``CredentialStoreEvent/changesMayHaveBeenMissed``.
+    /// The stream ends when its consumer stops.
+    func changesMadeElsewhere() -> AsyncStream<CredentialStoreEvent>
 }
 
 /// Many accounts' credentials, one of which may be the default (the active account).
@@ -35,6 +49,8 @@ public actor CredentialStore {
     /// Where the revocation outbox is kept.
     package nonisolated let outbox: any OutboxStorage
     private let events = Broadcast<CredentialStoreEvent>()
+    /// Forwards the changes other stores make to shared storage, when it tells of them.
+    private let feed: Task<Void, Never>?
     /// Where the store, its credentials, sign-outs and the outbox log.
     nonisolated let logger: Logger
     /// The time the store, its handles and sign-outs go by.
@@ -88,6 +104,18 @@ public actor CredentialStore {
         self.refreshLeaseDuration = refreshLeaseDuration
         self.outboxLimit = max(1, outboxLimit)
         self.clock = clock
+        if let shared = credentials as? any CredentialChangeFeed {
+            let events = self.events
+            feed = Task {
+                for await event in shared.changesMadeElsewhere() { events.send(event) }
+            }
+        } else {
+            feed = nil
+        }
+    }
+
+    deinit {
+        feed?.cancel()
     }
 
     /// A store that keeps everything in memory, for tests and short-lived programs.
@@ -98,7 +126,9 @@ public actor CredentialStore {
     /// Every change made through this store from now on, as an `AsyncSequence`.
     ///
     /// Each access returns a new, independent stream; it ends when the store is released.
-    /// Changes that another process makes to shared storage are not published here.
+    /// Changes that other processes make to shared storage are published too when the storage
+    /// tells of them (``CredentialChangeFeed``: the PostgreSQL store does, over
+    /// `LISTEN`/`NOTIFY`); the SQLite store does not.
     public nonisolated var changes: AsyncStream<CredentialStoreEvent> {
         events.subscribe()
     }

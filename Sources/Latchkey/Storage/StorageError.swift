@@ -8,7 +8,8 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
         private enum Base: String, Sendable, Hashable {
             case corruptDatabase, wrongKey, invalidKeyFile, missingKeyFile, folderNotAccessible,
                 fileNotAccessible, unsupportedSchema, corruptRecord, credentialNotFound,
-                duplicateCredential, databaseFailure, versionConflict, cancelled, outboxFull, insecureFile, busy
+                duplicateCredential, databaseFailure, versionConflict, cancelled, outboxFull, insecureFile, busy,
+                unreachable
         }
 
         private let base: Base
@@ -48,6 +49,9 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
         public static let busy = Code(base: .busy)
         /// The revocation outbox holds as many entries as it may; nothing was added.
         public static let outboxFull = Code(base: .outboxFull)
+        /// The database server cannot be reached: the connection was refused, lost or timed out.
+        /// Nothing was written; trying again later will do.
+        public static let unreachable = Code(base: .unreachable)
 
         public var description: String { base.rawValue }
     }
@@ -68,7 +72,7 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
     /// Creates a storage error.
     ///
     /// - Parameter retryable: whether a retry can help; by default only
-    ///   ``Code/versionConflict`` and ``Code/busy`` are.
+    ///   ``Code/versionConflict``, ``Code/busy`` and ``Code/unreachable`` are.
     public init(
         _ code: Code, path: String? = nil, reason: String, underlying: (any Error & Sendable)? = nil,
         retryable: Bool? = nil
@@ -77,7 +81,7 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
         self.path = path
         self.reason = reason
         self.underlying = underlying
-        self.isRetryable = retryable ?? (code == .versionConflict || code == .busy)
+        self.isRetryable = retryable ?? (code == .versionConflict || code == .busy || code == .unreachable)
     }
 
     public var description: String {

@@ -1,0 +1,190 @@
+import Foundation
+import Latchkey
+import Logging
+import PostgresNIO
+
+/// How the storage reads and writes: rows decoded one by one (a damaged row is reported and
+/// the others are read), transactions, notifications, and PostgreSQL's failures as
+/// ``StorageError``s.
+extension PostgresCredentialStorage {
+    /// Every row of `query`.
+    func rows(_ query: @autoclosure () throws -> PostgresQuery) async throws(StorageError) -> [PostgresRow] {
+        do {
+            var rows: [PostgresRow] = []
+            for try await row in try await client.query(try query(), logger: logger) { rows.append(row) }
+            return rows
+        } catch {
+            throw Self.storageError(error, doing: "reading the store")
+        }
+    }
+
+    /// Runs a statement whose rows do not matter.
+    func execute(_ query: @autoclosure () throws -> PostgresQuery, doing what: String) async throws(StorageError) {
+        do {
+            for try await _ in try await client.query(try query(), logger: logger) {}
+        } catch {
+            throw Self.storageError(error, doing: what)
+        }
+    }
+
+    /// Runs `body` in one transaction; a ``StorageError`` it throws rolls it back and is
+    /// thrown as it is.
+    func transaction<Result: Sendable>(
+        _ what: String, _ body: @Sendable (PostgresConnection) async throws -> Result
+    ) async throws(StorageError) -> Result {
+        do {
+            return try await client.withTransaction(logger: logger) { connection in try await body(connection) }
+        } catch {
+            throw Self.storageError(error, doing: what)
+        }
+    }
+
+    /// The number of rows a statement answered (`RETURNING 1` for a write).
+    static func count(_ rows: PostgresRowSequence) async throws -> Int {
+        var count = 0
+        for try await _ in rows { count += 1 }
+        return count
+    }
+
+    /// The credentials `query` selects, each row read on its own.
+    func readCredentials(_ query: @autoclosure () throws -> PostgresQuery) async throws(StorageError) -> (
+        credentials: [StoredCredential], damaged: [DamagedRecord]
+    ) {
+        var credentials: [StoredCredential] = []
+        var damaged: [DamagedRecord] = []
+        for row in try await rows(try query()) {
+            do {
+                switch try Self.sealedCredential(row).open(with: sealer) {
+                case .success(let credential): credentials.append(credential)
+                case .failure(let record): damaged.append(record)
+                }
+            } catch {
+                let id = (try? row.makeRandomAccess()["id"].decode(String.self)) ?? "(no id)"
+                damaged.append(DamagedRecord(kind: .credential, id: id, reason: "its columns are not valid"))
+            }
+        }
+        return (credentials, damaged)
+    }
+
+    static func sealedCredential(_ row: PostgresRow) throws -> SealedCredential {
+        let columns = row.makeRandomAccess()
+        return SealedCredential(
+            id: try columns["id"].decode(String.self), subject: try columns["subject"].decode(String?.self),
+            username: try columns["username"].decode(String?.self), email: try columns["email"].decode(String?.self),
+            issuer: try columns["issuer"].decode(String.self), name: try columns["name"].decode(String?.self),
+            clientID: try columns["client_id"].decode(String.self), tags: try columns["tags"].decode(String.self),
+            metadata: try columns["metadata"].decode(String.self),
+            sealedToken: try columns["sealed_token"].decode(Data.self),
+            createdAt: try columns["created_at"].decode(Double.self),
+            updatedAt: try columns["updated_at"].decode(Double.self), version: try columns["version"].decode(Int.self),
+            accessTokenExpiresAt: try columns["access_token_expires_at"].decode(Double?.self),
+            hasAccessToken: try columns["has_access_token"].decode(Bool.self),
+            hasRefreshToken: try columns["has_refresh_token"].decode(Bool.self))
+    }
+
+    /// The outbox entries `query` answers, each row read on its own.
+    func readOutbox(_ query: @autoclosure () throws -> PostgresQuery) async throws(StorageError) -> (
+        entries: [OutboxEntry], damaged: [DamagedRecord]
+    ) {
+        var entries: [OutboxEntry] = []
+        var damaged: [DamagedRecord] = []
+        for row in try await rows(try query()) {
+            let columns = row.makeRandomAccess()
+            do {
+                let sealed = SealedOutboxEntry(
+                    id: try columns["id"].decode(String.self), issuer: try columns["issuer"].decode(String.self),
+                    clientID: try columns["client_id"].decode(String.self),
+                    kind: try columns["kind"].decode(String.self),
+                    account: try columns["account"].decode(String?.self),
+                    sealedToken: try columns["sealed_token"].decode(Data.self),
+                    tokenExpiresAt: try columns["token_expires_at"].decode(Double?.self),
+                    createdAt: try columns["created_at"].decode(Double.self),
+                    attempts: try columns["attempts"].decode(Int.self),
+                    nextAttemptAt: try columns["next_attempt_at"].decode(Double.self),
+                    lastError: try columns["last_error"].decode(String?.self),
+                    failedPermanently: try columns["failed_permanently"].decode(Bool.self))
+                switch sealed.open(with: sealer) {
+                case .success(let entry): entries.append(entry)
+                case .failure(let record): damaged.append(record)
+                }
+            } catch {
+                let id = (try? columns["id"].decode(String.self)) ?? "(no id)"
+                damaged.append(DamagedRecord(kind: .outboxEntry, id: id, reason: "its columns are not valid"))
+            }
+        }
+        return (entries, damaged)
+    }
+
+    // MARK: The default marker
+
+    /// What the default-account marker says.
+    enum DefaultMarker: Equatable {
+        case none
+        case some(CredentialID)
+        case damaged
+    }
+
+    func defaultMarker() async throws(StorageError) -> DefaultMarker {
+        marker(try await rows("SELECT value FROM latchkey_setting WHERE name = 'default_credential'").first)
+    }
+
+    /// The marker, its row locked until the transaction ends (a concurrent change waits).
+    func lockedDefaultMarker(_ connection: PostgresConnection) async throws -> DefaultMarker {
+        var found: PostgresRow?
+        for try await row in try await connection.query(
+            "SELECT value FROM latchkey_setting WHERE name = 'default_credential' FOR UPDATE", logger: logger)
+        {
+            found = row
+        }
+        return marker(found)
+    }
+
+    private func marker(_ row: PostgresRow?) -> DefaultMarker {
+        guard let row else { return .none }
+        guard let sealed = try? row.decode(Data.self), let id = sealer.open(sealed, context: SealContext.defaultMarker)
+        else { return .damaged }
+        return .some(CredentialID(rawValue: String(decoding: id, as: UTF8.self)))
+    }
+
+    // MARK: Failures
+
+    /// PostgreSQL's failure as a ``StorageError``: no connection is ``StorageError/Code/unreachable``,
+    /// a lock that did not come in time ``StorageError/Code/busy``, anything else
+    /// ``StorageError/Code/databaseFailure`` with the server's message (which holds no token:
+    /// tokens reach the server sealed).
+    static func storageError(_ error: any Error, doing what: String) -> StorageError {
+        if let error = error as? StorageError { return error }
+        if let transaction = error as? PostgresTransactionError {
+            if let inner = transaction.closureError ?? transaction.beginError ?? transaction.commitError {
+                return storageError(inner, doing: what)
+            }
+        }
+        if error is CancellationError {
+            return StorageError(.cancelled, reason: "Cancelled while \(what); nothing changed.")
+        }
+        guard let psql = error as? PSQLError else {
+            return StorageError(
+                .databaseFailure, reason: "PostgreSQL failed while \(what).", underlying: error, retryable: true)
+        }
+        switch psql.code {
+        case .server:
+            let state = psql.serverInfo?[.sqlState] ?? ""
+            let message = psql.serverInfo?[.message] ?? "an error"
+            if state == "55P03" {
+                return StorageError(.busy, reason: "A lock was held elsewhere while \(what).", underlying: psql)
+            }
+            // Connection and shutdown classes (08, 57P) and transient ones (40, 53) may clear.
+            let transient = ["08", "57", "40", "53"].contains(String(state.prefix(2)))
+            return StorageError(
+                transient && state.hasPrefix("08") ? .unreachable : .databaseFailure,
+                reason: "PostgreSQL refused \(what): \(message) (\(state)).", underlying: psql, retryable: transient)
+        case .queryCancelled:
+            return StorageError(.cancelled, reason: "Cancelled while \(what); nothing changed.", underlying: psql)
+        default:
+            return StorageError(
+                .unreachable,
+                reason: "The PostgreSQL server cannot be reached (\(psql.code)) while \(what); nothing was written.",
+                underlying: psql)
+        }
+    }
+}

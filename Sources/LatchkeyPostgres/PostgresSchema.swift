@@ -1,0 +1,135 @@
+import Foundation
+import Latchkey
+import Logging
+import PostgresNIO
+
+/// The tables of a PostgreSQL store and their migrations.
+///
+/// The schema's version is a row of `latchkey_schema`. Migrations run in one transaction that
+/// first takes an advisory lock of its own, so instances starting at once migrate one after the
+/// other: the second finds the work done.
+enum PostgresSchema {
+    /// The migrations, in order; migration `n` brings the schema to version `n + 1`.
+    static let migrations: [[PostgresQuery]] = [
+        [
+            """
+            CREATE TABLE latchkey_setting (
+                name text PRIMARY KEY,
+                value bytea NOT NULL
+            )
+            """,
+            // `position` keeps insertion order for "oldest first" among equal creation dates.
+            """
+            CREATE TABLE latchkey_credential (
+                id text PRIMARY KEY,
+                position bigserial NOT NULL,
+                subject text,
+                username text,
+                email text,
+                issuer text NOT NULL,
+                name text,
+                client_id text NOT NULL,
+                tags text NOT NULL,
+                metadata text NOT NULL,
+                sealed_token bytea NOT NULL,
+                created_at double precision NOT NULL,
+                updated_at double precision NOT NULL,
+                version bigint NOT NULL,
+                access_token_expires_at double precision,
+                has_access_token boolean NOT NULL,
+                has_refresh_token boolean NOT NULL
+            )
+            """,
+            "CREATE INDEX latchkey_credential_subject ON latchkey_credential (subject)",
+            "CREATE INDEX latchkey_credential_username ON latchkey_credential (username)",
+            "CREATE INDEX latchkey_credential_email ON latchkey_credential (email)",
+            "CREATE INDEX latchkey_credential_issuer ON latchkey_credential (issuer)",
+            """
+            CREATE TABLE latchkey_outbox (
+                id text PRIMARY KEY,
+                issuer text NOT NULL,
+                client_id text NOT NULL,
+                kind text NOT NULL,
+                account text,
+                sealed_token bytea NOT NULL,
+                token_expires_at double precision,
+                created_at double precision NOT NULL,
+                attempts integer NOT NULL,
+                next_attempt_at double precision NOT NULL,
+                last_error text,
+                failed_permanently boolean NOT NULL,
+                claimed_until double precision
+            )
+            """,
+            "CREATE INDEX latchkey_outbox_due ON latchkey_outbox (next_attempt_at, created_at)",
+        ]
+    ]
+
+    static var currentVersion: Int { migrations.count }
+
+    /// The advisory lock key of migrations (any constant no other lock of Latchkey's uses).
+    static let migrationLock: Int64 = 0x4C_61_74_63_68_6B_65_79  // "Latchkey"
+
+    /// Brings the schema up to ``currentVersion`` and checks (or, in a new database, records)
+    /// that `sealer` holds the store's key.
+    static func migrate(_ client: PostgresClient, sealer: Sealer, logger: Logger) async throws(StorageError) {
+        do {
+            try await client.withTransaction(logger: logger) { connection in
+                try await connection.query("SELECT pg_advisory_xact_lock(\(migrationLock))", logger: logger)
+                try await connection.query(
+                    "CREATE TABLE IF NOT EXISTS latchkey_schema (version integer NOT NULL)", logger: logger)
+                var version = 0
+                for try await stored in try await connection.query(
+                    "SELECT version FROM latchkey_schema", logger: logger
+                ).decode(Int.self) {
+                    version = stored
+                }
+                guard version <= currentVersion else {
+                    throw StorageError(
+                        .unsupportedSchema,
+                        reason:
+                            "The PostgreSQL store has schema version \(version); this Latchkey reads up to \(currentVersion). Use a newer Latchkey."
+                    )
+                }
+                if version > 0 { try await checkKey(connection, sealer: sealer, logger: logger) }
+                for migration in migrations[version...] {
+                    for statement in migration { try await connection.query(statement, logger: logger) }
+                }
+                if version == 0 {
+                    try await connection.query(
+                        "INSERT INTO latchkey_schema (version) VALUES (\(currentVersion))", logger: logger)
+                    try await checkKey(connection, sealer: sealer, logger: logger)
+                } else if version < currentVersion {
+                    try await connection.query("UPDATE latchkey_schema SET version = \(currentVersion)", logger: logger)
+                }
+                if version < currentVersion {
+                    logger.info("schema migrated", metadata: ["from": "\(version)", "to": "\(currentVersion)"])
+                }
+            }
+        } catch {
+            throw PostgresCredentialStorage.storageError(error, doing: "migrating the schema")
+        }
+    }
+
+    private static func checkKey(_ connection: PostgresConnection, sealer: Sealer, logger: Logger) async throws {
+        var stored: Data?
+        for try await value in try await connection.query(
+            "SELECT value FROM latchkey_setting WHERE name = 'key_check'", logger: logger
+        ).decode(Data.self) {
+            stored = value
+        }
+        guard let stored else {
+            let sealed = try sealer.seal(Sealer.keyCheckPlaintext, context: Sealer.keyCheckContext)
+            try await connection.query(
+                "INSERT INTO latchkey_setting (name, value) VALUES ('key_check', \(sealed))", logger: logger)
+            return
+        }
+        guard sealer.open(stored, context: Sealer.keyCheckContext) == Sealer.keyCheckPlaintext else {
+            throw StorageError(
+                .wrongKey,
+                reason:
+                    "The key given is not the key of this PostgreSQL store; its tokens cannot be opened with it. Nothing was changed."
+            )
+        }
+    }
+}

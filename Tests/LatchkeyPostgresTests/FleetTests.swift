@@ -1,0 +1,217 @@
+import Foundation
+import Latchkey
+import LatchkeyDevProvider
+import LatchkeyHTTP
+import LatchkeyPostgres
+import LatchkeyTestSupport
+import PostgresNIO
+import Testing
+
+/// Instances of a fleet as separate processes (`latchkey-fleet-worker`), sharing one PostgreSQL
+/// store, against the development provider.
+@Suite("A fleet sharing a PostgreSQL store", .enabled(if: PostgresServer.isEnabled))
+struct FleetTests {
+    static let worker = Executables.url("latchkey-fleet-worker")
+
+    /// A fresh store's database and key, and the environment its instances run with.
+    struct Fleet {
+        let url: String
+        let key: KeyFile
+        var environment: [String: String] {
+            var environment = ProcessInfo.processInfo.environment
+            environment["LATCHKEY_DATABASE_URL"] = url
+            environment["LATCHKEY_KEY_FILE"] = key.path
+            return environment
+        }
+
+        static func make() async throws -> Fleet {
+            Fleet(url: try await PostgresServer.freshDatabase(), key: try KeyFile())
+        }
+
+        func start(_ arguments: [String]) async throws -> ChildProcess {
+            try await ChildProcess.start(FleetTests.worker, arguments, environment: environment)
+        }
+
+        func run(_ count: Int, _ arguments: [String]) async throws -> [ChildProcess.Result] {
+            var instances: [ChildProcess] = []
+            for _ in 0..<count { instances.append(try await start(arguments)) }
+            var results: [ChildProcess.Result] = []
+            for instance in instances { results.append(try await instance.finish()) }
+            return results
+        }
+    }
+
+    static func signIn(_ dev: DevProvider, into store: CredentialStore) async throws -> (OpenIDProvider, Credential) {
+        let provider = OpenIDProvider(
+            configuration: OpenIDProviderConfiguration(
+                issuer: dev.issuer, clientID: "latchkey-cli", allowsPasswordGrant: true),
+            transport: TraceLog.watching(AsyncHTTPClientTransport.shared), logger: TraceLog.logger("provider"))
+        let credential = try await provider.signIn(
+            .password(username: "alice", password: "alice-password"), into: store)
+        return (provider, credential)
+    }
+
+    @Test("instances starting at once migrate one after the other")
+    func migrationsAtOnce() async throws {
+        let fleet = try await Fleet.make()
+        let results = try await fleet.run(4, ["migrate"])
+        for result in results {
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(result.stdout.contains("migrated"))
+        }
+        let (rows, version) = try await PostgresServer.withClient(fleet.url) { client in
+            var answer = (0, 0)
+            for try await (rows, version) in try await client.query(
+                "SELECT count(*)::int, max(version) FROM latchkey_schema"
+            ).decode((Int, Int).self) {
+                answer = (rows, version)
+            }
+            return answer
+        }
+        #expect(rows == 1)
+        #expect(version == 1)
+    }
+
+    @Test("4 instances × 250 callers of one expired credential make one refresh request")
+    func oneRefreshFleetWide() async throws {
+        let dev = try await DevProvider.start(signingKeys: SharedSigningKeys.get())
+        let fleet = try await Fleet.make()
+        try await PostgresServer.withStore(key: fleet.key.key, url: fleet.url) { store, _, _ in
+            let (_, credential) = try await Self.signIn(dev, into: store)
+            let id = credential.id
+            _ = try await store.update(id) { $0.token.expiresAt = Date().addingTimeInterval(-60) }
+            dev.faults.resetCounters()
+            var instances: [ChildProcess] = []
+            for _ in 0..<4 {
+                instances.append(try await fleet.start(["tokens", dev.issuer.absoluteString, id.rawValue, "250"]))
+            }
+            for instance in instances { _ = try await instance.standardOutput { $0.contains("ready") } }
+            for instance in instances { instance.write("go\n") }
+            for instance in instances {
+                let result = try await instance.finish()
+                #expect(result.status == 0, "\(result.stderr)")
+                #expect(result.stdout.contains("tokens 250 distinct 1"), "\(result.stdout)")
+            }
+            #expect(dev.faults.count("token.refresh_token") == 1)
+            let refreshed = try await store.credential(for: id)
+            #expect(refreshed?.token.isExpired() == false)
+        }
+        await dev.stop()
+    }
+
+    /// Queues a revocation of each of `tokens` in the outbox of `storage`.
+    static func enqueue(_ tokens: [String], issuer: URL, into storage: PostgresCredentialStorage) async throws {
+        let provider = ProviderIdentity(issuer: issuer.absoluteString, clientID: "latchkey-cli")
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for chunk in stride(from: 0, to: tokens.count, by: 500) {
+                group.addTask {
+                    for token in tokens[chunk..<min(chunk + 500, tokens.count)] {
+                        try await storage.enqueue(
+                            OutboxEntry(
+                                provider: provider, kind: .refreshToken, token: token, account: "alice",
+                                tokenExpiresAt: nil, createdAt: Date(), attempts: 1, nextAttemptAt: Date(),
+                                lastError: "offline"),
+                            limit: .max)
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+    }
+
+    @Test("4 instances drain 10,000 queued revocations together, sending each once")
+    func drainTogether() async throws {
+        let dev = try await DevProvider.start(signingKeys: SharedSigningKeys.get())
+        let fleet = try await Fleet.make()
+        let tokens = try await dev.mintRefreshTokens(count: 10_000)
+        try await PostgresServer.withStore(key: fleet.key.key, url: fleet.url) { store, storage, _ in
+            try await Self.enqueue(tokens, issuer: dev.issuer, into: storage)
+            dev.faults.resetCounters()
+            let results = try await fleet.run(4, ["drain", dev.issuer.absoluteString, "120"])
+            var revoked = 0
+            for result in results {
+                #expect(result.status == 0, "\(result.stderr)")
+                let count = result.stdout.split(separator: "\n").first { $0.hasPrefix("revoked ") }
+                    .flatMap { Int($0.dropFirst("revoked ".count)) }
+                revoked += try #require(count, "\(result.stdout)")
+                // Each instance took a share.
+                #expect(count ?? 0 > 0)
+            }
+            #expect(revoked == 10_000)
+            #expect(dev.faults.count(.revocation) == 10_000, "no revocation sent twice")
+            var live = 0
+            for token in tokens where await dev.isActive(token) { live += 1 }
+            #expect(live == 0)
+            #expect(try await store.outboxEntries().isEmpty)
+        }
+        await dev.stop()
+    }
+
+    @Test("an instance killed in the middle of its batch: the others finish it once its claim runs out")
+    func instanceKilledMidBatch() async throws {
+        let dev = try await DevProvider.start(signingKeys: SharedSigningKeys.get())
+        let fleet = try await Fleet.make()
+        let tokens = try await dev.mintRefreshTokens(count: 500)
+        try await PostgresServer.withStore(key: fleet.key.key, url: fleet.url) { store, storage, _ in
+            try await Self.enqueue(tokens, issuer: dev.issuer, into: storage)
+            dev.faults.resetCounters()
+            // It claims a batch, sends 5 revocations, and hangs on the rest: killed there.
+            let doomed = try await fleet.start(["drain", dev.issuer.absoluteString, "3", "5"])
+            _ = try await doomed.standardOutput { $0.contains("stalled") }
+            doomed.send(signal: SIGKILL)
+            #expect(try await doomed.finish().status == SIGKILL)
+            #expect(dev.faults.count(.revocation) == 5)
+            #expect(try await store.outboxEntries().count == 500, "nothing was removed unsent")
+
+            let results = try await fleet.run(3, ["drain", dev.issuer.absoluteString, "3"])
+            for result in results { #expect(result.status == 0, "\(result.stderr)") }
+            var live = 0
+            for token in tokens where await dev.isActive(token) { live += 1 }
+            #expect(live == 0, "nothing lost")
+            #expect(try await store.outboxEntries().isEmpty)
+            // The 5 the dead instance sent, sent again (harmless: RFC 7009 §2.2); nothing else twice.
+            #expect(dev.faults.count(.revocation) == 505)
+        }
+        await dev.stop()
+    }
+
+    @Test("a sign-out on instance A reaches instance B's changes within a second")
+    func signOutReachesAnotherInstance() async throws {
+        let dev = try await DevProvider.start(signingKeys: SharedSigningKeys.get())
+        let fleet = try await Fleet.make()
+        try await PostgresServer.withStore(key: fleet.key.key, url: fleet.url) { store, _, _ in
+            let (provider, credential) = try await Self.signIn(dev, into: store)
+            await store.register(provider)
+            let id = credential.id
+            let watcher = try await fleet.start(["watch"])
+            _ = try await watcher.standardOutput { $0.contains("listening") }
+            // B's feed subscribes in the background: change a tag until B has seen one.
+            let deadline = ContinuousClock.now + TestTiming.scaled(.seconds(10))
+            while ContinuousClock.now < deadline {
+                _ = try await store.setTags(["n": UUID().uuidString], for: id)
+                let seen = try await watcher.standardOutput { _ in true }
+                if seen.contains("event updated \(id)") { break }
+                try await Task.sleep(for: .milliseconds(200))
+            }
+
+            let result = await store.signOut(.account(id))
+            let signedOut = Date().timeIntervalSince1970
+            guard case .complete = result else {
+                Issue.record("the sign-out was not complete: \(result)")
+                return
+            }
+            let limit = Date().addingTimeInterval(TestTiming.slowdown * 1 + 5)
+            var line: Substring?
+            while Date() < limit, line == nil {
+                let output = try await watcher.standardOutput { _ in true }
+                line = output.split(separator: "\n").first { $0.hasPrefix("event removed \(id) ") }
+                if line == nil { try await Task.sleep(for: .milliseconds(10)) }
+            }
+            watcher.send(signal: SIGTERM)
+            _ = try await watcher.finish()
+            let seenAt = try #require(line.flatMap { $0.split(separator: " ").last }.flatMap { Double($0) })
+            #expect(seenAt - signedOut < 1.0 * TestTiming.slowdown, "B saw it \(seenAt - signedOut) s later")
+        }
+        await dev.stop()
+    }
+}

@@ -1,0 +1,242 @@
+import Crypto
+import Foundation
+import Latchkey
+import LatchkeyPostgres
+import LatchkeyStorageTesting
+import LatchkeyTestSupport
+import PostgresNIO
+import Synchronization
+import Testing
+
+/// The PostgreSQL store against a real server on loopback: the shipped storage contract, the
+/// errors a caller meets, what the database holds, and change events between instances.
+@Suite("PostgreSQL store", .enabled(if: PostgresServer.isEnabled))
+struct PostgresStorageTests {
+    @Test("keeps the storage contract", arguments: StorageContract.checks)
+    func contract(_ check: StorageContract.Check) async throws {
+        let url = try await PostgresServer.freshDatabase()
+        try await PostgresServer.withClient(url) { client in
+            try await check.run {
+                try await PostgresCredentialStorage.open(client: client, key: SymmetricKey(size: .bits256))
+            }
+        }
+    }
+
+    @Test("a wrong key is refused and changes nothing; the right key still opens everything")
+    func wrongKey() async throws {
+        let url = try await PostgresServer.freshDatabase()
+        let key = SymmetricKey(size: .bits256)
+        let stored = try await PostgresServer.withStore(key: key, url: url) { store, _, _ in
+            try await store.add(Fixtures.token("alice"), accountClaims: Fixtures.claims("alice"))
+        }
+        let error = await #expect(throws: StorageError.self) {
+            try await PostgresServer.withStore(key: SymmetricKey(size: .bits256), url: url) { _, _, _ in }
+        }
+        #expect(error?.code == .wrongKey)
+        try await PostgresServer.withStore(key: key, url: url) { store, _, _ in
+            let reread = try await store.credential(for: stored.id)
+            #expect(reread?.token.refreshToken == stored.token.refreshToken)
+        }
+    }
+
+    @Test("a schema newer than the code is refused, and nothing is touched")
+    func newerSchema() async throws {
+        let url = try await PostgresServer.freshDatabase()
+        let key = SymmetricKey(size: .bits256)
+        let stored = try await PostgresServer.withStore(key: key, url: url) { store, _, client in
+            let stored = try await store.add(Fixtures.token("alice"), accountClaims: Fixtures.claims("alice"))
+            try await client.query("UPDATE latchkey_schema SET version = 99")
+            return stored
+        }
+        let error = await #expect(throws: StorageError.self) {
+            try await PostgresServer.withStore(key: key, url: url) { _, _, _ in }
+        }
+        #expect(error?.code == .unsupportedSchema)
+        #expect(error?.description.contains("99") == true)
+        try await PostgresServer.withClient(url) { client in
+            try await client.query("UPDATE latchkey_schema SET version = 1")
+        }
+        try await PostgresServer.withStore(key: key, url: url) { store, _, _ in
+            let reread = try await store.credential(for: stored.id)
+            #expect(reread != nil)
+        }
+    }
+
+    @Test("a server that cannot be reached is a clear, retryable error within the time given")
+    func unreachable() async throws {
+        // A port nothing listens on: bound, then closed.
+        let error = await #expect(throws: StorageError.self) {
+            try await PostgresServer.withClient("postgres://latchkey@127.0.0.1:1/latchkey", timeout: .seconds(1)) {
+                client in
+                _ = try await PostgresCredentialStorage.open(
+                    client: client, key: SymmetricKey(size: .bits256), timeout: .seconds(2))
+            }
+        }
+        #expect(error?.code == .unreachable)
+        #expect(error?.isRetryable == true)
+    }
+
+    @Test("the database holds no token in the clear, and notifications carry only identifiers")
+    func nothingInTheClear() async throws {
+        try await PostgresServer.withStore { store, storage, client in
+            // Listen as another instance would, on a connection of the test's own.
+            let (payloads, continuation) = AsyncStream<String>.makeStream()
+            let listener = Task {
+                try await client.withConnection { connection in
+                    try await connection.listen(on: "latchkey_changes") { notifications in
+                        continuation.yield("subscribed")
+                        for try await notification in notifications { continuation.yield(notification.payload) }
+                    }
+                }
+            }
+            defer { listener.cancel() }
+            var iterator = payloads.makeAsyncIterator()
+            #expect(await iterator.next() == "subscribed")
+
+            let stored = try await store.add(Fixtures.token("alice"), accountClaims: Fixtures.claims("alice"))
+            _ = try await store.setTags(["team": "blue"], for: stored.id)
+            let entry = OutboxEntry(
+                provider: stored.token.provider, kind: .refreshToken, token: "QUEUED-SECRET-\(UUID())",
+                account: "alice", tokenExpiresAt: nil, createdAt: Date(), attempts: 1, nextAttemptAt: Date(),
+                lastError: nil)
+            try await storage.enqueue(entry, limit: 10)
+            let secrets = [stored.token.accessToken, stored.token.refreshToken, stored.token.idToken, entry.token]
+                .compactMap { $0 }
+
+            var rows: [String] = []
+            for table in ["latchkey_credential", "latchkey_outbox", "latchkey_setting"] {
+                for try await row in try await client.query(
+                    PostgresQuery(unsafeSQL: "SELECT row_to_json(t)::text FROM \(table) t")
+                ).decode(String.self) {
+                    rows.append(row)
+                }
+            }
+            #expect(rows.count >= 3)
+            #expect(rows.contains { $0.contains(stored.id.rawValue) })
+            for secret in secrets { #expect(!rows.contains { $0.contains(secret) }) }
+
+            // added, default (the first account becomes the default), updated.
+            var notified: [String] = []
+            while notified.count < 3, let payload = await iterator.next() { notified.append(payload) }
+            #expect(notified.map { $0.contains("\"added\"") } == [true, false, false])
+            #expect(notified.map { $0.contains("\"updated\"") } == [false, false, true])
+            for payload in notified {
+                #expect(payload.contains(stored.id.rawValue))
+                for secret in secrets { #expect(!payload.contains(secret)) }
+            }
+        }
+    }
+
+    @Test("one instance's store publishes what another instance adds, changes, removes and makes default")
+    func changesAcrossInstances() async throws {
+        let url = try await PostgresServer.freshDatabase()
+        let key = SymmetricKey(size: .bits256)
+        try await PostgresServer.withStore(key: key, url: url) { a, _, _ in
+            try await PostgresServer.withStore(key: key, url: url) { b, _, _ in
+                let events = EventRecorder(b)
+                let first = try await a.add(Fixtures.token("alice"), accountClaims: Fixtures.claims("alice"))
+                let subscribed = try await events.wait(
+                    within: .seconds(10), poke: { _ = try await a.setTags(["n": "\(UUID())"], for: first.id) }
+                ) { $0 == .updated(first.id) }
+                #expect(subscribed)
+                events.clear()
+                let second = try await a.add(Fixtures.token("bob"), accountClaims: Fixtures.claims("bob"))
+                try await a.setDefault(second.id)
+                _ = try await a.remove(first.id)
+                #expect(try await events.wait(within: .seconds(5)) { $0 == .removed(first.id) })
+                // (A late answer to the subscription's pokes may come first.)
+                #expect(
+                    events.recorded.filter { $0 != .updated(first.id) } == [
+                        .added(second.id), .defaultChanged(second.id), .removed(first.id),
+                    ])
+                // B's own changes come once, from B itself.
+                events.clear()
+                _ = try await b.setTags(["by": "b"], for: second.id)
+                try await Task.sleep(for: .milliseconds(300))
+                #expect(events.recorded == [.updated(second.id)])
+            }
+        }
+    }
+
+    @Test("a lost feed connection comes back and says changes may have been missed")
+    func feedReconnects() async throws {
+        let url = try await PostgresServer.freshDatabase()
+        let key = SymmetricKey(size: .bits256)
+        try await PostgresServer.withStore(key: key, url: url) { a, _, client in
+            try await PostgresServer.withStore(key: key, url: url) { b, _, _ in
+                let events = EventRecorder(b)
+                let stored = try await a.add(Fixtures.token("alice"), accountClaims: Fixtures.claims("alice"))
+                let poke: () async throws -> Void = { _ = try await a.setTags(["n": "\(UUID())"], for: stored.id) }
+                #expect(try await events.wait(within: .seconds(10), poke: poke) { $0 == .updated(stored.id) })
+                // The server ends B's listening connection, as a failover or a restart would.
+                try await client.query(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN%' AND datname = current_database()"
+                )
+                #expect(try await events.wait(within: .seconds(10)) { $0 == .changesMayHaveBeenMissed })
+                events.clear()
+                #expect(try await events.wait(within: .seconds(10), poke: poke) { $0 == .updated(stored.id) })
+            }
+        }
+    }
+}
+
+/// Records what a store's `changes` publishes, for a test to wait on.
+final class EventRecorder: Sendable {
+    private final class Events: Sendable {
+        let list = Mutex<[CredentialStoreEvent]>([])
+    }
+    private let events = Events()
+    private let task: Task<Void, Never>
+
+    init(_ store: CredentialStore) {
+        let changes = store.changes
+        let events = self.events
+        task = Task { for await event in changes { events.list.withLock { $0.append(event) } } }
+    }
+
+    deinit { task.cancel() }
+
+    /// Everything recorded so far.
+    var recorded: [CredentialStoreEvent] { events.list.withLock { $0 } }
+
+    /// Waits until an event that `matches` has been recorded, calling `poke` every 200 ms
+    /// meanwhile (a feed subscribes in the background: poke until it sees something).
+    /// - Returns: whether it came within `timeout`.
+    @discardableResult
+    func wait(
+        within timeout: Duration, poke: (() async throws -> Void)? = nil,
+        for matches: (CredentialStoreEvent) -> Bool
+    ) async throws -> Bool {
+        let deadline = ContinuousClock.now + TestTiming.scaled(timeout)
+        var poked = ContinuousClock.now - .seconds(1)
+        while ContinuousClock.now < deadline {
+            if recorded.contains(where: matches) { return true }
+            if let poke, ContinuousClock.now - poked >= .milliseconds(200) {
+                poked = .now
+                try await poke()
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        return recorded.contains(where: matches)
+    }
+
+    func clear() { events.list.withLock { $0 = [] } }
+}
+
+/// Tokens with distinctive secret values that tests search for.
+enum Fixtures {
+    static let provider = ProviderIdentity(issuer: "https://issuer.example", clientID: "latchkey-postgres-tests")
+
+    static func token(_ user: String) -> Token {
+        let token = Token(
+            accessToken: "SECRET-ACCESS-\(user)-\(UUID().uuidString)",
+            refreshToken: "SECRET-REFRESH-\(user)-\(UUID().uuidString)",
+            issuedAt: Date(), expiresAt: Date().addingTimeInterval(3_600), provider: provider)
+        for secret in [token.accessToken, token.refreshToken].compactMap({ $0 }) { TraceLog.register(secret: secret) }
+        return token
+    }
+
+    static func claims(_ user: String) -> [String: JSONValue] {
+        ["sub": .string("sub-\(user)"), "preferred_username": .string(user), "email": .string("\(user)@example.com")]
+    }
+}
