@@ -25,12 +25,12 @@ struct LatchkeyCommand: AsyncParsableCommand {
     )
 }
 
-/// `latchkey [--home DIR] [--key-file FILE | --key-fd N] [--json] COMMAND`: the shared options may come before the command;
+/// `latchkey [--home DIR] [--store URL] [--key-file FILE | --key-fd N] [--json] COMMAND`: the shared options may come before the command;
 /// every command declares them, so they are moved behind it for the parser.
 func globalOptionsLast(_ arguments: [String]) -> [String] {
     var leading: [String] = []
     var rest = arguments[...]
-    let valued = ["--home", "--key-file", "--key-fd"]
+    let valued = ["--home", "--key-file", "--key-fd", "--store"]
     while let first = rest.first, first.hasPrefix("--") {
         if first == "--json" || valued.contains(where: { first.hasPrefix($0 + "=") }) {
             leading.append(first)

@@ -49,10 +49,14 @@ struct KeyCommand: AsyncParsableCommand {
 
         func run() async throws {
             let home = global.location
+            guard home.databaseURL == nil else {
+                throw CLIError.input(
+                    "key rotate seals a SQLite store again; a PostgreSQL store's key stays with its secret manager.")
+            }
             let newKey = SymmetricKey(size: .bits256)
             // The client secrets, opened with the old key, to be sealed again with the new one.
-            let storage = try await home.openStorage()
-            var providers = try home.sealLegacySecrets(home.providers(), storage: storage)
+            let storage = try await home.openSQLiteStorage()
+            var providers = try await home.sealLegacySecrets(home.providers(), storage: storage)
             let secrets = try providers.map { try home.clientSecret(of: $0, storage: storage) }
             try storage.close()
 
@@ -67,13 +71,13 @@ struct KeyCommand: AsyncParsableCommand {
                 throw CLIError.failed("The store was not sealed again: \(error)")
             }
             let rotated = Home(explicit: home.folder.path, keyFile: newKeyFile ?? keyFilePath(home))
-            let reopened = try await rotated.openStorage()
+            let reopened = try await rotated.openSQLiteStorage()
             for index in providers.indices {
                 providers[index].sealedClientSecret = try secrets[index].map {
                     try reopened.seal(secret: $0, purpose: Home.secretPurpose(providers[index].name))
                 }
             }
-            try home.saveProviders(providers)
+            try await home.saveProviders(providers)
             Output.report(
                 global,
                 "Sealed the store again under a new key\(newKeyFile.map { ", written to \($0)" } ?? "").",

@@ -35,7 +35,7 @@ struct Login: AsyncParsableCommand {
 
     func run() async throws {
         let session = try await global.location.openStore()
-        let entry = try session.home.provider(named: provider)
+        let entry = try await session.home.provider(named: provider)
         guard let client = session.clients[entry.name] else {
             throw CLIError.input("No provider is named \(entry.name).")
         }

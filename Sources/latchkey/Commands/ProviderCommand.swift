@@ -116,7 +116,7 @@ struct ProviderCommand: AsyncParsableCommand {
 
         func run() async throws {
             let home = global.location
-            var providers = try home.providers()
+            var providers = try await home.providers()
             guard !providers.contains(where: { $0.name == name }) else {
                 throw CLIError.input("A provider named \(name) exists; remove it first.")
             }
@@ -143,7 +143,7 @@ struct ProviderCommand: AsyncParsableCommand {
                 endpointURL: endpointURL, serverURL: serverURL, realm: realm, journey: journey, cookieName: cookieName,
                 redirectURI: redirectURI)
             providers.append(entry)
-            try home.saveProviders(providers)
+            try await home.saveProviders(providers)
             Output.report(global, "Added provider \(name).", ["name": .string(name)])
         }
     }
@@ -153,7 +153,7 @@ struct ProviderCommand: AsyncParsableCommand {
         @OptionGroup var global: GlobalOptions
 
         func run() async throws {
-            let providers = try global.location.providers()
+            let providers = try await global.location.providers()
             if global.json {
                 Output.json(
                     providers.map { entry -> [String: JSONValue] in
@@ -181,12 +181,12 @@ struct ProviderCommand: AsyncParsableCommand {
 
         func run() async throws {
             let home = global.location
-            var providers = try home.providers()
+            var providers = try await home.providers()
             guard providers.contains(where: { $0.name == name }) else {
                 throw CLIError.input("No provider is named \(name).")
             }
             providers.removeAll { $0.name == name }
-            try home.saveProviders(providers)
+            try await home.saveProviders(providers)
             Output.report(global, "Removed provider \(name). Its accounts stay stored until signed out or removed.")
         }
     }

@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import Latchkey
 import LatchkeyHTTP
+import LatchkeyPostgres
 import LatchkeySQLite
 import Logging
 import Synchronization
@@ -90,6 +91,9 @@ struct Home {
     static let providerTag = "latchkey.provider"
 
     let folder: URL
+    /// The PostgreSQL store's URL (`--store`, else `$LATCHKEY_DATABASE_URL`), or nil for the
+    /// SQLite store in the home folder.
+    let databaseURL: String?
     /// Where the store's key comes from.
     let keySource: SQLiteCredentialStorage.KeySource
     /// The descriptor the key is read from, when it is: read once per process (a pipe cannot be
@@ -101,8 +105,9 @@ struct Home {
     /// `--home`, else `$LATCHKEY_HOME`, else `$XDG_CONFIG_HOME/latchkey`, else `~/.config/latchkey`.
     /// The key: `--key-fd`, else `--key-file`, else `$LATCHKEY_KEY_FILE`, else the key file beside
     /// the database.
-    init(explicit: String?, keyFile: String? = nil, keyDescriptor: Int32? = nil) {
+    init(explicit: String?, keyFile: String? = nil, keyDescriptor: Int32? = nil, store: String? = nil) {
         let environment = ProcessInfo.processInfo.environment
+        databaseURL = store ?? environment["LATCHKEY_DATABASE_URL"].flatMap { $0.isEmpty ? nil : $0 }
         if let explicit {
             folder = URL(fileURLWithPath: explicit)
         } else if let home = environment["LATCHKEY_HOME"], !home.isEmpty {
@@ -124,24 +129,49 @@ struct Home {
 
     // MARK: Providers
 
-    /// The configured providers, their client secrets still sealed.
-    func providers() throws -> [ProviderEntry] {
-        guard FileManager.default.fileExists(atPath: providersFile.path) else { return [] }
+    /// The configured providers, their client secrets still sealed: from `providers.json` in the
+    /// home, or from the PostgreSQL store, where every instance sees the same list.
+    func providers() async throws -> [ProviderEntry] {
+        let data: Data
+        let source: String
+        if databaseURL != nil {
+            source = "The PostgreSQL store's provider list"
+            do {
+                guard let stored = try await PostgresStores.shared.storage(for: self).document(named: "providers")
+                else { return [] }
+                data = stored
+            } catch let error as StorageError {
+                throw CLIError.failed("The provider list cannot be read: \(error)")
+            }
+        } else {
+            source = providersFile.path
+            guard FileManager.default.fileExists(atPath: providersFile.path) else { return [] }
+            data = try Data(contentsOf: providersFile)
+        }
         do {
-            return try JSONDecoder().decode([ProviderEntry].self, from: Data(contentsOf: providersFile))
+            return try JSONDecoder().decode([ProviderEntry].self, from: data)
         } catch {
-            throw CLIError.input("\(providersFile.path) cannot be read: it is not a Latchkey provider list.")
+            throw CLIError.input("\(source) cannot be read: it is not a Latchkey provider list.")
         }
     }
 
-    /// Writes the provider list: to a new file created 0600 (never wider, even for a moment),
-    /// then renamed over the old one, so a crash leaves the old list or the new one.
-    func saveProviders(_ providers: [ProviderEntry]) throws {
-        try FileManager.default.createDirectory(
-            at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+    /// Writes the provider list. In the home: to a new file created 0600 (never wider, even for
+    /// a moment), then renamed over the old one, so a crash leaves the old list or the new one.
+    /// In a PostgreSQL store: in one statement.
+    func saveProviders(_ providers: [ProviderEntry]) async throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         let data = try encoder.encode(providers)
+        if databaseURL != nil {
+            do {
+                try await PostgresStores.shared.storage(for: self).setDocument(data, named: "providers")
+            } catch let error as StorageError {
+                throw CLIError.failed("The provider list cannot be written: \(error)")
+            }
+            return
+        }
+        try FileManager.default.createDirectory(
+            at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let temporary = providersFile.path + ".\(UUID().uuidString).tmp"
         do {
             let descriptor = try FileDescriptor.open(
@@ -160,8 +190,8 @@ struct Home {
     }
 
     /// The provider named `name`, or the only one when `name` is nil.
-    func provider(named name: String?) throws -> ProviderEntry {
-        let all = try providers()
+    func provider(named name: String?) async throws -> ProviderEntry {
+        let all = try await providers()
         if let name {
             guard let entry = all.first(where: { $0.name == name }) else {
                 throw CLIError.input("No provider is named \(name); see `latchkey provider list`.")
@@ -209,8 +239,40 @@ struct Home {
 
     private static let descriptorKey = Mutex<SymmetricKey?>(nil)
 
+    /// The store's key as a value, for a store that keeps no key file of its own (PostgreSQL):
+    /// from `--key-fd`, `--key-file` or `$LATCHKEY_KEY_FILE`.
+    func resolvedKey() throws -> SymmetricKey {
+        switch try resolvedKeySource() {
+        case .key(let key):
+            return key
+        case .keyFile(let path):
+            do {
+                return try SQLiteCredentialStorage.readKey(fromFile: path)
+            } catch {
+                throw CLIError.failed("The store's key cannot be read: \(error)")
+            }
+        default:
+            throw CLIError.input(
+                "A PostgreSQL store needs its key: set LATCHKEY_KEY_FILE (or --key-file, --key-fd) to a file holding it. Make one with `latchkey key generate FILE`."
+            )
+        }
+    }
+
+    /// The storage of this home, opened with its key: the PostgreSQL store at ``databaseURL``,
+    /// else the SQLite store in the home folder.
+    func openStorage() async throws -> any HomeStorage {
+        if databaseURL != nil {
+            do {
+                return try await PostgresStores.shared.storage(for: self)
+            } catch let error as StorageError {
+                throw CLIError.failed("The credential store cannot be opened: \(error)")
+            }
+        }
+        return try await openSQLiteStorage()
+    }
+
     /// The SQLite storage of this home, opened with its key.
-    func openStorage() async throws -> SQLiteCredentialStorage {
+    func openSQLiteStorage() async throws -> SQLiteCredentialStorage {
         let source = try resolvedKeySource()
         do {
             return try await SQLiteCredentialStorage.open(path: databasePath, key: source, logger: Self.logger)
@@ -223,7 +285,7 @@ struct Home {
     static func secretPurpose(_ name: String) -> String { "client-secret:\(name)" }
 
     /// The client secret of `entry`, opened with the store's key.
-    func clientSecret(of entry: ProviderEntry, storage: SQLiteCredentialStorage) throws -> String? {
+    func clientSecret(of entry: ProviderEntry, storage: any HomeStorage) throws -> String? {
         if let sealed = entry.sealedClientSecret {
             guard let secret = storage.open(sealedSecret: sealed, purpose: Self.secretPurpose(entry.name)) else {
                 throw CLIError.failed(
@@ -236,7 +298,7 @@ struct Home {
     }
 
     /// Seals every client secret still kept in the clear (written by an earlier version).
-    func sealLegacySecrets(_ entries: [ProviderEntry], storage: SQLiteCredentialStorage) throws -> [ProviderEntry] {
+    func sealLegacySecrets(_ entries: [ProviderEntry], storage: any HomeStorage) async throws -> [ProviderEntry] {
         guard entries.contains(where: { $0.clientSecret != nil }) else { return entries }
         var sealed = entries
         for index in sealed.indices {
@@ -245,7 +307,7 @@ struct Home {
                 secret: secret, purpose: Self.secretPurpose(sealed[index].name))
             sealed[index].clientSecret = nil
         }
-        try saveProviders(sealed)
+        try await saveProviders(sealed)
         return sealed
     }
 
@@ -254,7 +316,7 @@ struct Home {
         let storage = try await openStorage()
         let store = CredentialStore(storage: storage, logger: Self.logger)
         var clients: [String: any IdentityProvider] = [:]
-        for entry in try sealLegacySecrets(providers(), storage: storage) {
+        for entry in try await sealLegacySecrets(providers(), storage: storage) {
             let client = try Self.client(
                 for: entry, secret: clientSecret(of: entry, storage: storage), timeout: requestTimeout)
             clients[entry.name] = client

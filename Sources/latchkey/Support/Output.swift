@@ -62,7 +62,14 @@ struct GlobalOptions: ParsableArguments {
         help: "Read the store's key from this open file descriptor (a secret manager's pipe).")
     var keyDescriptor: Int32?
 
-    var location: Home { Home(explicit: home, keyFile: keyFile, keyDescriptor: keyDescriptor) }
+    @Option(
+        name: .customLong("store"),
+        help:
+            "Keep the credentials in this PostgreSQL store (postgres://USER@HOST[:PORT]/DATABASE), shared by every instance that names it, with its key from --key-file or $LATCHKEY_KEY_FILE. Default: $LATCHKEY_DATABASE_URL, then the SQLite store in the home."
+    )
+    var store: String?
+
+    var location: Home { Home(explicit: home, keyFile: keyFile, keyDescriptor: keyDescriptor, store: store) }
 }
 
 /// Writes the tool's output: text for people, or one JSON document.
