@@ -152,6 +152,16 @@ extension PostgresCredentialStorage {
     /// a lock that did not come in time ``StorageError/Code/busy``, anything else
     /// ``StorageError/Code/databaseFailure`` with the server's message (which holds no token:
     /// tokens reach the server sealed).
+    /// Takes the transaction-scoped advisory lock `key` and returns once it is held.
+    ///
+    /// postgres-nio hands back a query's rows as soon as their description arrives, before a
+    /// `SELECT` that waits for a lock has run: the answer is read to its end here, or the caller
+    /// would go on without the lock. (Every `SELECT` in a transaction is read to its end for
+    /// the same reason: its error must surface, not turn the `COMMIT` into a silent rollback.)
+    static func advisoryLock(_ key: Int64, on connection: PostgresConnection, logger: Logger) async throws {
+        for try await _ in try await connection.query("SELECT pg_advisory_xact_lock(\(key))", logger: logger) {}
+    }
+
     static func storageError(_ error: any Error, doing what: String) -> StorageError {
         if let error = error as? StorageError { return error }
         if let transaction = error as? PostgresTransactionError {

@@ -29,7 +29,9 @@ extension PostgresCredentialStorage {
         case .changesMayHaveBeenMissed: return
         }
         let text = String(decoding: try JSONEncoder().encode(payload), as: UTF8.self)
-        try await connection.query("SELECT pg_notify(\(Self.channel), \(text))", logger: logger)
+        // Read to its end: a failure must fail the transaction here, not turn its COMMIT into a
+        // silent ROLLBACK (see `advisoryLock(_:on:logger:)`).
+        for try await _ in try await connection.query("SELECT pg_notify(\(Self.channel), \(text))", logger: logger) {}
     }
 
     /// The changes other instances make, over a connection of its own that listens on the

@@ -265,7 +265,7 @@ public final class PostgresCredentialStorage: CredentialStorage, OutboxStorage, 
             do {
                 return try await client.withTransaction(logger: logger) { connection in
                     try await connection.query("SET LOCAL lock_timeout = '1s'", logger: self.logger)
-                    try await connection.query("SELECT pg_advisory_xact_lock(\(key))", logger: self.logger)
+                    try await Self.advisoryLock(key, on: connection, logger: self.logger)
                     return await body()
                 }
             } catch {
@@ -306,7 +306,7 @@ public final class PostgresCredentialStorage: CredentialStorage, OutboxStorage, 
             // The bound is kept under a lock of its own, so that instances queueing at once do
             // not both take the last place; without a bound there is nothing to keep.
             if limit < Int.max {
-                try await connection.query("SELECT pg_advisory_xact_lock(\(Self.outboxLimitLock))", logger: self.logger)
+                try await Self.advisoryLock(Self.outboxLimitLock, on: connection, logger: self.logger)
             }
             let exists = try await Self.count(
                 connection.query("SELECT 1 FROM latchkey_outbox WHERE id = \(row.id)", logger: self.logger))

@@ -75,7 +75,7 @@ enum PostgresSchema {
     static func migrate(_ client: PostgresClient, sealer: Sealer, logger: Logger) async throws(StorageError) {
         do {
             try await client.withTransaction(logger: logger) { connection in
-                try await connection.query("SELECT pg_advisory_xact_lock(\(migrationLock))", logger: logger)
+                try await PostgresCredentialStorage.advisoryLock(migrationLock, on: connection, logger: logger)
                 try await connection.query(
                     "CREATE TABLE IF NOT EXISTS latchkey_schema (version integer NOT NULL)", logger: logger)
                 var version = 0

@@ -134,6 +134,30 @@ enum CredentialChecks {
 }
 
 /// Counts who is inside a lease at the same time.
+extension CredentialChecks {
+    /// Backends that wait for a lease in rounds (a lock timeout, a poll) must not let a waiter in
+    /// when its round ends while the holder is still inside.
+    static func slowLeaseHolder(_ storage: Storage) async throws {
+        let alice = ContractFixtures.credential("alice")
+        try await storage.insert(alice)
+        let tracker = LeaseTracker()
+        try await withThrowingTaskGroup { group in
+            for _ in 0..<3 {
+                group.addTask {
+                    try await storage.withRefreshLease(for: alice.id, duration: .seconds(30)) {
+                        await tracker.enter(alice.id)
+                        try? await Task.sleep(for: .milliseconds(1_200))
+                        await tracker.leave(alice.id)
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(await tracker.peakPerCredential == 1)
+        #expect(await tracker.entries == 3)
+    }
+}
+
 actor LeaseTracker {
     private var inside: [CredentialID: Int] = [:]
     private(set) var peakPerCredential = 0

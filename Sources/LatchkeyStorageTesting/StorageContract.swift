@@ -52,6 +52,9 @@ public enum StorageContract {
         Check(name: "setting the default, even to nil, removes nothing", body: CredentialChecks.defaultAssignment),
         Check(
             name: "the refresh lease admits one holder at a time, per credential", body: CredentialChecks.refreshLease),
+        Check(
+            name: "a lease held longer than a second still keeps the others out", body: CredentialChecks.slowLeaseHolder
+        ),
     ]
 
     /// The checks of ``OutboxStorage``.
