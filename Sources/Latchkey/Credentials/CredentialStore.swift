@@ -182,7 +182,8 @@ public actor CredentialStore {
     public func update(
         _ id: CredentialID, _ change: (inout StoredCredential) throws(StorageError) -> Void
     ) async throws(StorageError) -> StoredCredential {
-        for _ in 0..<Self.maximumWriteAttempts {
+        for attempt in 0..<Self.maximumWriteAttempts {
+            if attempt > 1 { await Self.backOff(afterLosing: attempt) }
             guard var credential = try await storage.credential(for: id) else { throw .credentialNotFound(id) }
             let read = credential
             try change(&credential)
@@ -208,6 +209,15 @@ public actor CredentialStore {
 
     /// How often ``update(_:_:)`` reads again after losing a race before it gives up.
     private static let maximumWriteAttempts = 32
+
+    /// A pause of random length, longer after each lost race, so that writers that keep
+    /// colliding (forty at once on one credential, say) spread out instead of colliding again in
+    /// step. Wall time on purpose: it only spaces out retries, and a test clock that stands
+    /// still must not stall them.
+    private static func backOff(afterLosing attempt: Int) async {
+        let ceiling = 500 * min(attempt, 16)
+        try? await Task.sleep(for: .microseconds(Int.random(in: 50...ceiling)))
+    }
 
     /// Replaces the tokens of a stored credential (after a refresh, say).
     ///
