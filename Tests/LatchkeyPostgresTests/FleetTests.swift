@@ -155,12 +155,16 @@ struct FleetTests {
         try await PostgresServer.withStore(key: fleet.key.key, url: fleet.url) { store, storage, _ in
             try await Self.enqueue(tokens, issuer: dev.issuer, into: storage)
             dev.faults.resetCounters()
-            // It claims a batch, sends 5 revocations, and hangs on the rest: killed there.
+            // It claims a batch, lets 5 revocations through, and hangs on the rest: killed there,
+            // with some of the 5 answered and some perhaps still on their way.
             let doomed = try await fleet.start(["drain", dev.issuer.absoluteString, "3", "5"])
             _ = try await doomed.standardOutput { $0.contains("stalled") }
             doomed.send(signal: SIGKILL)
             #expect(try await doomed.finish().status == SIGKILL)
-            #expect(dev.faults.count(.revocation) == 5)
+            // What reached the provider before the process died has arrived by now.
+            try await Task.sleep(for: .milliseconds(300))
+            let sentByTheDead = dev.faults.count(.revocation)
+            #expect(sentByTheDead <= 5)
             #expect(try await store.outboxEntries().count == 500, "nothing was removed unsent")
 
             let results = try await fleet.run(3, ["drain", dev.issuer.absoluteString, "3"])
@@ -169,8 +173,8 @@ struct FleetTests {
             for token in tokens where await dev.isActive(token) { live += 1 }
             #expect(live == 0, "nothing lost")
             #expect(try await store.outboxEntries().isEmpty)
-            // The 5 the dead instance sent, sent again (harmless: RFC 7009 §2.2); nothing else twice.
-            #expect(dev.faults.count(.revocation) == 505)
+            // What the dead instance sent is sent again (harmless: RFC 7009 §2.2); nothing else twice.
+            #expect(dev.faults.count(.revocation) == 500 + sentByTheDead)
         }
         await dev.stop()
     }
