@@ -18,6 +18,13 @@ struct ReadmeTests {
         (#""/home/me/.config/myapp/credentials.sqlite""#, "path"),
         (#""my-cli""#, #""latchkey-cli""#),
         (#"URL(string: "https://tenant.forgeblocks.com/am")!"#, "server"),
+        (#""postgres://app@db.internal/latchkey?sslmode=require""#, "url"),
+    ]
+
+    /// The files that run the README's examples: this one, and the fleet store's, which runs
+    /// against PostgreSQL in its own test target.
+    static let exercisingFiles = [
+        "LatchkeyClientTests/ReadmeTests.swift", "LatchkeyPostgresTests/ReadmeFleetTests.swift",
     ]
 
     @Test("every line of the README's Swift blocks is in this file")
@@ -25,8 +32,11 @@ struct ReadmeTests {
         let here = URL(fileURLWithPath: #filePath)
         let root = here.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
-        let source = try String(contentsOf: here, encoding: .utf8)
-        let code = Set(source.split(separator: "\n").map(Self.normalized))
+        var code: Set<String> = []
+        for file in Self.exercisingFiles {
+            let source = try String(contentsOf: root.appendingPathComponent("Tests/\(file)"), encoding: .utf8)
+            code.formUnion(source.split(separator: "\n").map(Self.normalized))
+        }
         var blocks = 0
         for block in readme.components(separatedBy: "```swift\n").dropFirst() {
             blocks += 1
