@@ -214,6 +214,7 @@ let package = Package(
                 "Latchkey", "LatchkeyPostgres", "LatchkeyStorageTesting", "LatchkeyTestSupport", "LatchkeyDevProvider",
                 "LatchkeyHTTP", "LatchkeySQLite",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -4,7 +4,9 @@ import LatchkeyDevProvider
 import LatchkeyHTTP
 import LatchkeyPostgres
 import LatchkeyTestSupport
+import Logging
 import PostgresNIO
+import ServiceLifecycle
 import Testing
 
 /// Instances of a fleet as separate processes (`latchkey-fleet-worker`), sharing one PostgreSQL
@@ -175,6 +177,48 @@ struct FleetTests {
             #expect(try await store.outboxEntries().isEmpty)
             // What the dead instance sent is sent again (harmless: RFC 7009 §2.2); nothing else twice.
             #expect(dev.faults.count(.revocation) == 500 + sentByTheDead)
+        }
+        await dev.stop()
+    }
+
+    @Test("the outbox drainer service runs unchanged on every instance: an offline sign-out's tokens die once")
+    func drainerServices() async throws {
+        let dev = try await DevProvider.start(signingKeys: SharedSigningKeys.get())
+        let fleet = try await Fleet.make()
+        try await PostgresServer.withStore(key: fleet.key.key, url: fleet.url) { a, _, _ in
+            try await PostgresServer.withStore(key: fleet.key.key, url: fleet.url) { b, _, _ in
+                let (provider, credential) = try await Self.signIn(dev, into: a)
+                let token = try await credential.token
+                _ = try await provider.metadata()
+                for store in [a, b] { await store.register(provider) }
+                dev.faults.isOffline = true
+                let result = await a.signOut(.current)
+                guard case .partial = result else {
+                    Issue.record("an offline sign-out is partial: \(result)")
+                    return
+                }
+                let queued = try await b.outboxEntries().count
+                #expect(queued == 2)
+                dev.faults.isOffline = false
+                dev.faults.resetCounters()
+                let group = ServiceGroup(
+                    services: [a, b].map {
+                        OutboxDrainer(store: $0, every: .seconds(60), options: DrainOptions(includeNotDue: true))
+                    },
+                    logger: Logger(label: "test.drainers"))
+                let running = Task { try await group.run() }
+                let deadline = ContinuousClock.now + TestTiming.scaled(.seconds(20))
+                while try await !a.outboxEntries().isEmpty, ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+                await group.triggerGracefulShutdown()
+                try await running.value
+                #expect(try await a.outboxEntries().isEmpty)
+                #expect(dev.faults.count(.revocation) == queued, "each sent once")
+                for value in [token.accessToken, token.refreshToken] {
+                    #expect(await dev.isActive(try #require(value)) == false)
+                }
+            }
         }
         await dev.stop()
     }
