@@ -392,15 +392,12 @@ public final class PostgresCredentialStorage: CredentialStorage, OutboxStorage, 
 
     /// Seals `secret` (a client secret, say) with the store's key, for `purpose`, as base64.
     public func seal(secret: String, purpose: String) throws(StorageError) -> String {
-        try sealer.seal(Data(secret.utf8), context: "latchkey.secret:\(purpose)").base64EncodedString()
+        try sealer.seal(secret: secret, purpose: purpose)
     }
 
     /// Opens what ``seal(secret:purpose:)`` sealed for `purpose`; `nil` when it does not open.
     public func open(sealedSecret: String, purpose: String) -> String? {
-        guard let data = Data(base64Encoded: sealedSecret),
-            let plaintext = sealer.open(data, context: "latchkey.secret:\(purpose)")
-        else { return nil }
-        return String(decoding: plaintext, as: UTF8.self)
+        sealer.open(sealedSecret: sealedSecret, purpose: purpose)
     }
 
     /// A document the application keeps beside the credentials (the command-line tool keeps its

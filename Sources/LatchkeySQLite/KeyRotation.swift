@@ -111,15 +111,12 @@ extension SQLiteCredentialStorage {
     /// Seals a secret that lives outside the database (a client secret in a configuration
     /// file, say) with the store's key, bound to `purpose`: the text returned is base64.
     public func seal(secret: String, purpose: String) throws(StorageError) -> String {
-        try sealer.seal(Data(secret.utf8), context: "latchkey.secret:\(purpose)").base64EncodedString()
+        try sealer.seal(secret: secret, purpose: purpose)
     }
 
     /// Opens what ``seal(secret:purpose:)`` sealed for the same purpose; `nil` when it does not
     /// open (another key, another purpose, or altered).
     public func open(sealedSecret: String, purpose: String) -> String? {
-        guard let data = Data(base64Encoded: sealedSecret),
-            let plaintext = sealer.open(data, context: "latchkey.secret:\(purpose)")
-        else { return nil }
-        return String(decoding: plaintext, as: UTF8.self)
+        sealer.open(sealedSecret: sealedSecret, purpose: purpose)
     }
 }

@@ -62,11 +62,39 @@ struct CredentialRecord: Codable, FetchableRecord, PersistableRecord {
             hasRefreshToken: hasRefreshToken)
     }
 
-    /// The summary a listing shows, from the columns only.
-    func summary() -> AccountSummary { sealed.summary() }
-
     /// The credential, or why the row cannot be read.
     func open(with sealer: Sealer) -> Result<StoredCredential, DamagedRecord> { sealed.open(with: sealer) }
+}
+
+/// What a listing reads of a `credential` row: the columns in the clear, neither the sealed
+/// tokens nor the sealed metadata, decoded without Codable (a listing reads every row).
+struct AccountRecord: FetchableRecord, TableRecord {
+    static let databaseTableName = "credential"
+    static var databaseSelection: [any SQLSelectable] {
+        [
+            Column("id"), Column("subject"), Column("username"), Column("email"), Column("issuer"), Column("name"),
+            Column("client_id"), Column("tags"), Column("created_at"), Column("access_token_expires_at"),
+            Column("has_access_token"), Column("has_refresh_token"),
+        ]
+    }
+
+    let summary: AccountSummary
+
+    init(row: Row) throws {
+        let tags: String = try row.decode(forColumn: "tags")
+        summary = AccountSummary(
+            id: CredentialID(rawValue: try row.decode(forColumn: "id")),
+            metadata: CredentialMetadata(
+                subject: try row.decode(forColumn: "subject"), preferredUsername: try row.decode(forColumn: "username"),
+                email: try row.decode(forColumn: "email"), name: try row.decode(forColumn: "name"),
+                issuer: try row.decode(forColumn: "issuer"), clientID: try row.decode(forColumn: "client_id"),
+                tags: SealedCredential.tags(tags)),
+            accessTokenExpiresAt: (try row.decode(Double?.self, forColumn: "access_token_expires_at"))
+                .map(Date.init(timeIntervalSinceReferenceDate:)),
+            hasAccessToken: try row.decode(forColumn: "has_access_token"),
+            hasRefreshToken: try row.decode(forColumn: "has_refresh_token"),
+            createdAt: Date(timeIntervalSinceReferenceDate: try row.decode(forColumn: "created_at")))
+    }
 }
 
 /// A row of `outbox`.

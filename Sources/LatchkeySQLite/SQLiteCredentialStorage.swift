@@ -162,7 +162,7 @@ public final class SQLiteCredentialStorage: CredentialStorage, OutboxStorage {
 
     public func accounts() async throws(StorageError) -> [AccountSummary] {
         try await read { db in
-            try CredentialRecord.order(Column("created_at"), Column("rowid")).fetchAll(db).map { $0.summary() }
+            try AccountRecord.order(Column("created_at"), Column("rowid")).fetchAll(db).map(\.summary)
         }
     }
 

@@ -12,6 +12,21 @@ package struct Sealer: Sendable {
         self.key = key
     }
 
+    /// Seals a secret that lives outside the store (a client secret in a configuration file,
+    /// say) for `purpose`, as base64 text.
+    package func seal(secret: String, purpose: String) throws(StorageError) -> String {
+        try seal(Data(secret.utf8), context: "latchkey.secret:\(purpose)").base64EncodedString()
+    }
+
+    /// Opens what ``seal(secret:purpose:)`` sealed for the same purpose; `nil` when it does not
+    /// open (another key, another purpose, or altered).
+    package func open(sealedSecret: String, purpose: String) -> String? {
+        guard let data = Data(base64Encoded: sealedSecret),
+            let plaintext = open(data, context: "latchkey.secret:\(purpose)")
+        else { return nil }
+        return String(decoding: plaintext, as: UTF8.self)
+    }
+
     /// Seals `plaintext` for the record named by `context`.
     package func seal(_ plaintext: Data, context: String) throws(StorageError) -> Data {
         do {
@@ -144,15 +159,17 @@ package struct SealedCredential: Sendable, Hashable {
     }()
 
     /// The summary a listing shows, from the clear fields only.
+    /// The tags column: a JSON object of strings (`{}` when there are none).
+    package static func tags(_ json: String) -> [String: String] {
+        json == "{}" ? [:] : (try? JSONDecoder().decode([String: String].self, from: Data(json.utf8))) ?? [:]
+    }
+
     package func summary() -> AccountSummary {
-        let tags: [String: String] =
-            self.tags == "{}"
-            ? [:] : (try? JSONDecoder().decode([String: String].self, from: Data(self.tags.utf8))) ?? [:]
-        return AccountSummary(
+        AccountSummary(
             id: CredentialID(rawValue: id),
             metadata: CredentialMetadata(
                 subject: subject, preferredUsername: username, email: email, name: name, issuer: issuer,
-                clientID: clientID, tags: tags),
+                clientID: clientID, tags: Self.tags(tags)),
             accessTokenExpiresAt: accessTokenExpiresAt.map(Date.init(timeIntervalSinceReferenceDate:)),
             hasAccessToken: hasAccessToken, hasRefreshToken: hasRefreshToken,
             createdAt: Date(timeIntervalSinceReferenceDate: createdAt))
