@@ -1,6 +1,9 @@
 // latchkey-bench: the figures behind Latchkey's claims. Run it release-built:
 //
-//   swift run -c release latchkey-bench [--json] [--quick]
+//   swift run -c release latchkey-bench [--json] [--quick] [--postgres URL] [--only SECTION]
+//
+// With --postgres (or $LATCHKEY_BENCH_POSTGRES_URL), the fleet store's figures too, against that
+// server (scripts/providers/postgres start runs one).
 //
 // Every figure is printed as `name value unit` on its own line (or one JSON document), so a
 // script can compare runs. Medians, plus p99 where it says.
@@ -20,6 +23,9 @@ struct Figure: Encodable {
 let arguments = CommandLine.arguments
 let asJSON = arguments.contains("--json")
 let quick = arguments.contains("--quick")
+/// `--only SECTION` (provider, store, cli, postgres): that section alone.
+let only = arguments.firstIndex(of: "--only").flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil }
+func runs(_ section: String) -> Bool { only == nil || only == section }
 var figures: [Figure] = []
 
 @MainActor
@@ -57,7 +63,7 @@ func client(_ dev: DevProvider, clock: any LatchkeyClock = SystemClock()) -> Ope
 
 // MARK: Sign-out latency, 50 ms added to every request
 
-do {
+if runs("provider") {
     // One clock for the provider and the clients, moved forward to expire tokens.
     let clock = OffsetClock()
     let dev = try await DevProvider.start(now: { clock.date })
@@ -136,7 +142,7 @@ do {
 
 // MARK: The store with 10,000 credentials
 
-do {
+if runs("store") {
     let folder = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-bench-\(UUID().uuidString)")
     defer { try? FileManager.default.removeItem(at: folder) }
     let path = folder.appendingPathComponent("credentials.sqlite").path
@@ -161,11 +167,12 @@ do {
     record("store.add.median", percentile(adds, 0.5), "ms")
     record("store.add.p99", percentile(adds, 0.99), "ms")
     var listed = 0
-    let openAndList = try await time {
-        let reopened = try await CredentialStore.sqlite(at: path)
-        listed = try await reopened.accounts().count
-    }
-    record("store.open_and_list", openAndList, "ms")
+    var reopened: CredentialStore?
+    let opening = try await time { reopened = try await CredentialStore.sqlite(at: path) }
+    let listing = try await time { listed = try await reopened?.accounts().count ?? 0 }
+    record("store.open", opening, "ms")
+    record("store.list", listing, "ms")
+    record("store.open_and_list", opening + listing, "ms")
     record("store.listed", Double(listed), "count")
     var finds: [Double] = []
     for _ in 0..<200 {
@@ -188,7 +195,7 @@ do {
 
 // MARK: `latchkey token`, a fresh process with a valid token
 
-do {
+if runs("cli") {
     let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(
         "latchkey")
     if FileManager.default.isExecutableFile(atPath: binary.path) {
@@ -210,7 +217,10 @@ do {
             process.waitUntilExit()
             return process.terminationStatus
         }
-        _ = try run(["provider", "add", "dev", "--issuer", dev.issuer.absoluteString, "--client-id", "latchkey-cli"])
+        _ = try run([
+            "provider", "add", "dev", "--issuer", dev.issuer.absoluteString, "--client-id", "latchkey-cli",
+            "--allow-password-grant",
+        ])
         _ = try run(["login", "--username", "alice", "--password-stdin"], input: "alice-password")
         var runs: [Double] = []
         for _ in 0..<(quick ? 5 : 20) {
@@ -265,6 +275,17 @@ do {
         FileHandle.standardError.write(
             Data("latchkey-bench: build the latchkey executable too (swift build -c release)\n".utf8))
     }
+}
+
+// MARK: The fleet store, when a PostgreSQL server is named
+
+if let index = arguments.firstIndex(of: "--postgres"), index + 1 < arguments.count {
+    if runs("postgres") { try await postgresFigures(url: arguments[index + 1]) }
+} else if let url = ProcessInfo.processInfo.environment["LATCHKEY_BENCH_POSTGRES_URL"], !url.isEmpty {
+    if runs("postgres") { try await postgresFigures(url: url) }
+} else if runs("postgres") {
+    FileHandle.standardError.write(
+        Data("latchkey-bench: no PostgreSQL figures (name a server with --postgres URL)\n".utf8))
 }
 
 if asJSON {
