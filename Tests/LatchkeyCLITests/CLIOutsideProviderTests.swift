@@ -31,17 +31,7 @@ struct CLIGlewlwydTests {
             let lifetime = try #require(environment["rotating_access_token_ttl"] as? Int)
             let a = try Device()
             defer { a.cleanUp() }
-            let added = try await a.run(
-                arguments: [
-                    "provider", "add", "rotating", "--allow-password-grant", "--issuer", issuer, "--client-id",
-                    "latchkey-confidential",
-                    "--client-secret-stdin", "--auth-method", "basic",
-                ],
-                input: "latchkey-confidential-secret")
-            #expect(added.status == 0, "\(added.stderr)")
-            let login = try await a.run(
-                arguments: ["login", "--username", "alice", "--password-stdin"], input: "alice-password")
-            #expect(login.status == 0, "\(login.stderr)")
+            try await Self.addGlewlwyd(as: "rotating", issuer: issuer, on: a)
             // Stale once it expires within half its lifetime.
             try await Task.sleep(for: .milliseconds(lifetime * 500 + 300))
             let runs = try await a.runTogether(8, ["token"], environment: ["LATCHKEY_LOG": "debug"])
@@ -73,19 +63,7 @@ struct CLIGlewlwydTests {
                 a.cleanUp()
                 b.cleanUp()
             }
-            for device in [a, b] {
-                let added = try await device.run(
-                    arguments: [
-                        "provider", "add", "glewlwyd", "--allow-password-grant", "--issuer", issuer, "--client-id",
-                        "latchkey-confidential",
-                        "--client-secret-stdin", "--auth-method", "basic",
-                    ],
-                    input: "latchkey-confidential-secret")
-                #expect(added.status == 0, "\(added.stderr)")
-                let login = try await device.run(
-                    arguments: ["login", "--username", "alice", "--password-stdin", "--json"], input: "alice-password")
-                #expect(login.status == 0, "\(login.stderr)")
-            }
+            for device in [a, b] { try await Self.addGlewlwyd(as: "glewlwyd", issuer: issuer, on: device) }
             let accounts = try await a.run("accounts", "--json")
             #expect(accounts.array.first?["email"] as? String == "alice@example.com")
             let token = try await a.run("token")
@@ -156,5 +134,22 @@ struct CLICognitoTests {
         #expect(steps.first { $0["step"] as? String == "revoke-refresh-token" }?["status"] as? String == "queued")
         #expect(try await a.run("outbox", "--json").array.count == 1)
         #expect(try await b.run("refresh").status == 4)
+    }
+}
+
+extension CLIGlewlwydTests {
+    /// Adds Glewlwyd's confidential client (its quirk: the password grant needs it) as the
+    /// provider `name` on `device`, and signs alice in there.
+    static func addGlewlwyd(as name: String, issuer: String, on device: Device) async throws {
+        let added = try await device.run(
+            arguments: [
+                "provider", "add", name, "--allow-password-grant", "--issuer", issuer, "--client-id",
+                "latchkey-confidential", "--client-secret-stdin", "--auth-method", "basic",
+            ],
+            input: "latchkey-confidential-secret")
+        #expect(added.status == 0, "\(added.stderr)")
+        let login = try await device.run(
+            arguments: ["login", "--username", "alice", "--password-stdin"], input: "alice-password")
+        #expect(login.status == 0, "\(login.stderr)")
     }
 }

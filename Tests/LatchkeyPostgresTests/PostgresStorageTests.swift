@@ -127,55 +127,60 @@ struct PostgresStorageTests {
         }
     }
 
-    @Test("one instance's store publishes what another instance adds, changes, removes and makes default")
-    func changesAcrossInstances() async throws {
-        let url = try await PostgresServer.freshDatabase()
-        let key = SymmetricKey(size: .bits256)
-        try await PostgresServer.withStore(key: key, url: url) { a, _, _ in
-            try await PostgresServer.withStore(key: key, url: url) { b, _, _ in
-                let events = EventRecorder(b)
-                let first = try await a.add(Fixtures.token("alice"), accountClaims: Fixtures.claims("alice"))
-                let subscribed = try await events.wait(
-                    within: .seconds(10), poke: { _ = try await a.setTags(["n": "\(UUID())"], for: first.id) }
-                ) { $0 == .updated(first.id) }
-                #expect(subscribed)
-                events.clear()
-                let second = try await a.add(Fixtures.token("bob"), accountClaims: Fixtures.claims("bob"))
-                try await a.setDefault(second.id)
-                _ = try await a.remove(first.id)
-                #expect(try await events.wait(within: .seconds(5)) { $0 == .removed(first.id) })
-                // (A late answer to the subscription's pokes may come first.)
-                #expect(
-                    events.recorded.filter { $0 != .updated(first.id) } == [
-                        .added(second.id), .defaultChanged(second.id), .removed(first.id),
-                    ])
-                // B's own changes come once, from B itself.
-                events.clear()
-                _ = try await b.setTags(["by": "b"], for: second.id)
-                try await Task.sleep(for: .milliseconds(300))
-                #expect(events.recorded == [.updated(second.id)])
-            }
-        }
-    }
-
-    @Test("a lost feed connection comes back and says changes may have been missed")
-    func feedReconnects() async throws {
+    /// Two instances on a new database: A has alice's credential, and B's feed has seen a
+    /// change of A's (the feed subscribes in the background), its recorder cleared since.
+    static func subscribedPair(
+        _ body:
+            @Sendable (CredentialStore, CredentialStore, PostgresClient, EventRecorder, StoredCredential)
+            async throws -> Void
+    ) async throws {
         let url = try await PostgresServer.freshDatabase()
         let key = SymmetricKey(size: .bits256)
         try await PostgresServer.withStore(key: key, url: url) { a, _, client in
             try await PostgresServer.withStore(key: key, url: url) { b, _, _ in
                 let events = EventRecorder(b)
-                let stored = try await a.add(Fixtures.token("alice"), accountClaims: Fixtures.claims("alice"))
-                let poke: () async throws -> Void = { _ = try await a.setTags(["n": "\(UUID())"], for: stored.id) }
-                #expect(try await events.wait(within: .seconds(10), poke: poke) { $0 == .updated(stored.id) })
-                // The server ends B's listening connection, as a failover or a restart would.
-                try await client.query(
-                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN%' AND datname = current_database()"
-                )
-                #expect(try await events.wait(within: .seconds(10)) { $0 == .changesMayHaveBeenMissed })
+                let alice = try await a.add(Fixtures.token("alice"), accountClaims: Fixtures.claims("alice"))
+                let subscribed = try await events.wait(
+                    within: .seconds(10), poke: { _ = try await a.setTags(["n": "\(UUID())"], for: alice.id) }
+                ) { $0 == .updated(alice.id) }
+                try #require(subscribed, "B's feed never saw A's changes")
                 events.clear()
-                #expect(try await events.wait(within: .seconds(10), poke: poke) { $0 == .updated(stored.id) })
+                try await body(a, b, client, events, alice)
             }
+        }
+    }
+
+    @Test("one instance's store publishes what another instance adds, changes, removes and makes default")
+    func changesAcrossInstances() async throws {
+        try await Self.subscribedPair { a, b, _, events, first in
+            let second = try await a.add(Fixtures.token("bob"), accountClaims: Fixtures.claims("bob"))
+            try await a.setDefault(second.id)
+            _ = try await a.remove(first.id)
+            #expect(try await events.wait(within: .seconds(5)) { $0 == .removed(first.id) })
+            // (A late answer to the subscription's pokes may come first.)
+            #expect(
+                events.recorded.filter { $0 != .updated(first.id) } == [
+                    .added(second.id), .defaultChanged(second.id), .removed(first.id),
+                ])
+            // B's own changes come once, from B itself.
+            events.clear()
+            _ = try await b.setTags(["by": "b"], for: second.id)
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(events.recorded == [.updated(second.id)])
+        }
+    }
+
+    @Test("a lost feed connection comes back and says changes may have been missed")
+    func feedReconnects() async throws {
+        try await Self.subscribedPair { a, _, client, events, alice in
+            // The server ends B's listening connection, as a failover or a restart would.
+            try await client.query(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN%' AND datname = current_database()"
+            )
+            #expect(try await events.wait(within: .seconds(10)) { $0 == .changesMayHaveBeenMissed })
+            events.clear()
+            let poke: () async throws -> Void = { _ = try await a.setTags(["n": "\(UUID())"], for: alice.id) }
+            #expect(try await events.wait(within: .seconds(10), poke: poke) { $0 == .updated(alice.id) })
         }
     }
 }
