@@ -18,6 +18,9 @@ public actor Credential {
 
     /// The tag set on a credential whose refresh token was rejected.
     public static let needsSignInTag = "latchkey.needs-sign-in"
+    /// The tag that marks the stored access token as rejected by a resource server
+    /// (``reject(accessToken:)``). It holds a fingerprint of the token, never the token.
+    public static let rejectedAccessTokenTag = "latchkey.rejected-access-token"
 
     /// Creates a handle. Only the store creates handles (``CredentialStore/credential(_:provider:clock:)``),
     /// so that every caller of one credential shares one refresh.
@@ -62,8 +65,8 @@ public actor Credential {
     /// tokens are kept and the access token is returned; the failure is logged, and
     /// ``refresh()`` throws it.
     public func accessToken(minimumValidity: TimeInterval = 60) async throws(ProviderError) -> String {
-        let token = try await stored().token
-        if let accessToken = token.accessToken, !needsRefresh(token, minimumValidity: minimumValidity) {
+        let current = try await stored()
+        if let accessToken = current.token.accessToken, !needsRefresh(current, minimumValidity: minimumValidity) {
             return accessToken
         }
         let refreshed = try await sharedRefresh(minimumValidity: minimumValidity).get()
@@ -73,7 +76,15 @@ public actor Credential {
         return accessToken
     }
 
-    private func needsRefresh(_ token: Token, minimumValidity: TimeInterval) -> Bool {
+    /// Whether `credential`'s access token is about to expire, or a resource server rejected it
+    /// (``reject(accessToken:)``).
+    private func needsRefresh(_ credential: StoredCredential, minimumValidity: TimeInterval) -> Bool {
+        let token = credential.token
+        if let rejected = credential.metadata.tags[Self.rejectedAccessTokenTag],
+            let accessToken = token.accessToken, rejected == Self.fingerprint(accessToken)
+        {
+            return true
+        }
         var margin = minimumValidity
         if let expiresAt = token.expiresAt {
             margin = min(margin, expiresAt.timeIntervalSince(token.issuedAt) / 2)
@@ -172,7 +183,7 @@ public actor Credential {
             var current = try await stored()
             // Another caller sharing the store may have refreshed while this one waited.
             if let minimumValidity, current.token.accessToken != nil,
-                !needsRefresh(current.token, minimumValidity: minimumValidity)
+                !needsRefresh(current, minimumValidity: minimumValidity)
             {
                 store.logger.trace("refreshed by another holder meanwhile", metadata: ["credential": "\(id)"])
                 return .success(Exchanged(stored: current, previous: current.token))
@@ -190,7 +201,7 @@ public actor Credential {
                         "refresh token rotated elsewhere; using the new one", metadata: ["credential": "\(id)"])
                     current = again
                     if let minimumValidity, again.token.accessToken != nil,
-                        !needsRefresh(again.token, minimumValidity: minimumValidity)
+                        !needsRefresh(again, minimumValidity: minimumValidity)
                     {
                         return .success(Exchanged(stored: again, previous: again.token))
                     }
@@ -219,6 +230,7 @@ public actor Credential {
             stored = try await store.update(id) { credential in
                 credential.replaceToken(with: unverified)
                 credential.metadata.tags[Self.needsSignInTag] = nil
+                credential.metadata.tags[Self.rejectedAccessTokenTag] = nil
             }
         } catch {
             throw .storage(error)
