@@ -203,6 +203,8 @@ let package = Package(
             dependencies: [
                 "LatchkeyDevProvider", "LatchkeyTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                // The loopback git server of the git credential-helper tests.
+                .product(name: "Hummingbird", package: "hummingbird"),
             ],
             swiftSettings: strictSettings
         ),

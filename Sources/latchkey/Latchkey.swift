@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Latchkey
 
 #if canImport(Glibc)
     import Glibc
@@ -17,9 +18,11 @@ struct LatchkeyCommand: AsyncParsableCommand {
             input error; 3 signout partial (signed out here, a server step failed or was queued); 4 the \
             account must sign in again.
             """,
+        version: LatchkeyVersion.current,
         subcommands: [
-            ProviderCommand.self, Login.self, Accounts.self, Use.self, TokenCommand.self, Refresh.self,
-            UserInfo.self, Revoke.self, Remove.self, SignOut.self, Outbox.self, KeyCommand.self, DevServer.self,
+            ProviderCommand.self, Login.self, Accounts.self, Status.self, Use.self, TokenCommand.self, Refresh.self,
+            UserInfo.self, Revoke.self, Remove.self, SignOut.self, Outbox.self, CredentialCommand.self, KeyCommand.self,
+            DevServer.self,
             Demo.self,
         ]
     )

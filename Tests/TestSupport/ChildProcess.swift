@@ -116,6 +116,24 @@ public final class ChildProcess: Sendable {
         try await start(executable, arguments, environment: environment, input: input).finish()
     }
 
+    /// Runs `executable` with `input` (bytes) on standard input and returns its exit status and
+    /// its standard output as bytes (a CGI program's answer, say); standard error is dropped.
+    public static func runBinary(
+        _ executable: URL, _ arguments: [String], environment: [String: String], input: [UInt8]
+    ) async throws -> (status: Int32, stdout: [UInt8]) {
+        var variables: [Environment.Key: String] = [:]
+        for (name, value) in environment { variables[Environment.Key(stringLiteral: name)] = value }
+        let result = try await Subprocess.run(
+            .path(FilePath(executable.path)), arguments: Arguments(arguments), environment: .custom(variables),
+            input: .array(input), output: .bytes(limit: 256 << 20))
+        let status: Int32
+        switch result.terminationStatus {
+        case .exited(let code): status = code
+        case .signaled(let signal): status = signal
+        }
+        return (status, result.standardOutput)
+    }
+
     /// Writes `text` to standard input.
     public func write(_ text: String) { input.yield(text) }
 

@@ -64,6 +64,13 @@ struct ProviderCommand: AsyncParsableCommand {
             help: "The redirect URI registered for the client (Ping); default http://127.0.0.1/callback.")
         var redirectURI: String?
 
+        @Option(
+            name: .customLong("git-host"),
+            help:
+                "A git host (HOST or HOST:PORT, as git names it) whose HTTP credentials are this provider's access tokens; repeatable. See `latchkey credential git`."
+        )
+        var gitHosts: [String] = []
+
         func validate() throws {
             guard !(cognito && pingJourney) else { throw ValidationError("Choose --cognito or --ping-journey.") }
             let pingOptions = [serverURL, realm, journey, cookieName, redirectURI].contains { $0 != nil }
@@ -141,7 +148,7 @@ struct ProviderCommand: AsyncParsableCommand {
                 endpoints: endpointMap.isEmpty ? nil : endpointMap,
                 allowsPasswordGrant: allowPasswordGrant ? true : nil, region: region, userPoolID: userPoolID,
                 endpointURL: endpointURL, serverURL: serverURL, realm: realm, journey: journey, cookieName: cookieName,
-                redirectURI: redirectURI)
+                redirectURI: redirectURI, gitHosts: gitHosts.isEmpty ? nil : gitHosts)
             providers.append(entry)
             try await home.saveProviders(providers)
             Output.report(global, "Added provider \(name).", ["name": .string(name)])

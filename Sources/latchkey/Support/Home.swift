@@ -46,6 +46,9 @@ struct ProviderEntry: Codable, Sendable {
     var journey: String?
     var cookieName: String?
     var redirectURI: String?
+    // Tools
+    /// The git hosts whose credentials are this provider's access tokens (`credential git`).
+    var gitHosts: [String]?
 
     /// The issuer and client of this provider's tokens.
     var identity: ProviderIdentity? {
