@@ -41,6 +41,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-system.git", from: "1.7.0"),
         // The fleet store.
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.0"),
+        // Tests only: the Kubernetes API stand-in serves TLS (client-go sends exec credentials only over TLS).
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.36.0"),
     ],
     targets: [
         .target(
@@ -203,8 +205,12 @@ let package = Package(
             dependencies: [
                 "LatchkeyDevProvider", "LatchkeyTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                // The loopback git server of the git credential-helper tests.
+                // The loopback git server and Kubernetes API stand-in of the credential-helper tests;
+                // the stand-in verifies ID tokens with Latchkey's verifier.
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTLS", package: "hummingbird"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                "Latchkey", "LatchkeyHTTP",
             ],
             swiftSettings: strictSettings
         ),

@@ -176,6 +176,12 @@ public final class DevProvider: Sendable {
         await state.introspect(token)["active"] == .bool(true)
     }
 
+    /// Sets the lifetime of the ID tokens issued from now on, in seconds: a test signs in with an
+    /// ID token about to expire, then lets the refresh bring a long-lived one.
+    public func setIDTokenLifetime(_ seconds: Int) async {
+        await state.setIDTokenLifetime(seconds)
+    }
+
     /// How many journey sessions of `username` are live: what a test of a sign-out checks on
     /// the server's side.
     public func liveJourneySessions(of username: String) async -> Int {

@@ -69,7 +69,7 @@ public actor Credential {
         if let accessToken = current.token.accessToken, !needsRefresh(current, minimumValidity: minimumValidity) {
             return accessToken
         }
-        let refreshed = try await sharedRefresh(minimumValidity: minimumValidity).get()
+        let refreshed = try await sharedRefresh(.accessToken(minimumValidity)).get()
         guard let accessToken = refreshed.token.accessToken else {
             throw ProviderError(.invalidResponse, endpoint: .token, reason: "The refresh gave no access token.")
         }
@@ -92,6 +92,49 @@ public actor Credential {
         return token.expires(within: margin, at: now())
     }
 
+    /// What a refresh is for: when the stored credential already has it (another caller or
+    /// process refreshed meanwhile), the refresh is not sent.
+    private enum RefreshNeed: Sendable {
+        /// A refresh asked for explicitly: always sent.
+        case always
+        /// An access token valid for this many seconds.
+        case accessToken(TimeInterval)
+        /// An ID token valid for this many seconds.
+        case idToken(TimeInterval)
+    }
+
+    private func isSatisfied(_ need: RefreshNeed, by credential: StoredCredential) -> Bool {
+        switch need {
+        case .always:
+            return false
+        case .accessToken(let minimumValidity):
+            return credential.token.accessToken != nil && !needsRefresh(credential, minimumValidity: minimumValidity)
+        case .idToken(let minimumValidity):
+            return credential.token.idTokenExpiresAt.map { $0.timeIntervalSince(now()) >= minimumValidity } ?? false
+        }
+    }
+
+    /// An ID token valid for at least `minimumValidity` seconds: the stored one, or one from a
+    /// refresh (shared, like ``accessToken(minimumValidity:)``'s, by every caller and process),
+    /// verified before it is stored. For a Kubernetes exec credential plugin, say, where the ID
+    /// token is the bearer token.
+    ///
+    /// - Throws: ``ProviderError/Code/signInRequired`` when the refresh token was rejected, and
+    ///   ``ProviderError/Code/invalidResponse`` when a refresh brings no ID token.
+    public func idToken(minimumValidity: TimeInterval = 60) async throws(ProviderError) -> String {
+        let current = try await stored()
+        if let idToken = current.token.idToken, isSatisfied(.idToken(minimumValidity), by: current) {
+            return idToken
+        }
+        let refreshed = try await sharedRefresh(.idToken(minimumValidity)).get()
+        if let failure = refreshed.idTokenFailure { throw failure }
+        guard let idToken = refreshed.token.idToken, let expiry = refreshed.token.idTokenExpiresAt, expiry > now()
+        else {
+            throw ProviderError(.invalidResponse, endpoint: .token, reason: "The refresh gave no new ID token.")
+        }
+        return idToken
+    }
+
     /// Refreshes now, whatever the access token's expiry, and returns the stored tokens.
     ///
     /// Throws ``ProviderError/Code/idTokenRejected`` when the new ID token fails verification;
@@ -99,7 +142,7 @@ public actor Credential {
     /// never fallen back to).
     @discardableResult
     public func refresh() async throws(ProviderError) -> Token {
-        let refreshed = try await sharedRefresh(minimumValidity: nil).get()
+        let refreshed = try await sharedRefresh(.always).get()
         if let failure = refreshed.idTokenFailure { throw failure }
         return refreshed.token
     }
@@ -111,12 +154,12 @@ public actor Credential {
         var idTokenFailure: ProviderError?
     }
 
-    private func sharedRefresh(minimumValidity: TimeInterval?) async -> Result<Refreshed, ProviderError> {
+    private func sharedRefresh(_ need: RefreshNeed) async -> Result<Refreshed, ProviderError> {
         if let refreshing {
             store.logger.trace("joining the refresh in flight", metadata: ["credential": "\(id)"])
             return await refreshing.value
         }
-        let task = Task { await self.performRefresh(minimumValidity: minimumValidity) }
+        let task = Task { await self.performRefresh(need) }
         refreshing = task
         let result = await task.value
         refreshing = nil
@@ -143,26 +186,26 @@ public actor Credential {
     /// 2. take the refresh lease; read the credential again, and stop there when another
     ///    caller (another process, another machine) already refreshed it;
     /// 3. send the refresh token and store the answer at once;
-    /// 4. release the lease; verify a new ID token and store it, or report why not.
-    private func performRefresh(minimumValidity: TimeInterval?) async -> Result<Refreshed, ProviderError> {
+    /// 4. verify a new ID token and store it, or report why not; release the lease. (A caller
+    ///    that waited for the lease then finds the new ID token too, and sends nothing.)
+    private func performRefresh(_ need: RefreshNeed) async -> Result<Refreshed, ProviderError> {
         do throws(ProviderError) {
             try await provider.prepareRefresh(of: try await stored().token)
-            let exchanged: Exchanged
             do {
-                exchanged = try await store.withRefreshLease(id) {
-                    await self.exchangeHoldingLease(minimumValidity: minimumValidity)
-                }.get()
-            } catch let error as StorageError {
-                throw .storage(error)
-            } catch let error as ProviderError {
-                throw error
+                return try await store.withRefreshLease(id) {
+                    switch await self.exchangeHoldingLease(need) {
+                    case .failure(let error):
+                        return .failure(error)
+                    case .success(let exchanged):
+                        guard let pendingIDToken = exchanged.pendingIDToken else {
+                            return .success(Refreshed(token: exchanged.stored.token))
+                        }
+                        return .success(await self.storeVerifiedIDToken(pendingIDToken, exchanged: exchanged))
+                    }
+                }
             } catch {
-                throw ProviderError(.invalidResponse, reason: "The refresh failed.")
+                throw .storage(error)
             }
-            guard let pendingIDToken = exchanged.pendingIDToken else {
-                return .success(Refreshed(token: exchanged.stored.token))
-            }
-            return .success(await storeVerifiedIDToken(pendingIDToken, exchanged: exchanged))
         } catch {
             return .failure(error)
         }
@@ -178,13 +221,11 @@ public actor Credential {
         var pendingIDToken: String?
     }
 
-    private func exchangeHoldingLease(minimumValidity: TimeInterval?) async -> Result<Exchanged, ProviderError> {
+    private func exchangeHoldingLease(_ need: RefreshNeed) async -> Result<Exchanged, ProviderError> {
         do throws(ProviderError) {
             var current = try await stored()
             // Another caller sharing the store may have refreshed while this one waited.
-            if let minimumValidity, current.token.accessToken != nil,
-                !needsRefresh(current, minimumValidity: minimumValidity)
-            {
+            if isSatisfied(need, by: current) {
                 store.logger.trace("refreshed by another holder meanwhile", metadata: ["credential": "\(id)"])
                 return .success(Exchanged(stored: current, previous: current.token))
             }
@@ -200,9 +241,7 @@ public actor Credential {
                     store.logger.debug(
                         "refresh token rotated elsewhere; using the new one", metadata: ["credential": "\(id)"])
                     current = again
-                    if let minimumValidity, again.token.accessToken != nil,
-                        !needsRefresh(again, minimumValidity: minimumValidity)
-                    {
+                    if isSatisfied(need, by: again) {
                         return .success(Exchanged(stored: again, previous: again.token))
                     }
                     answer = try await provider.exchangeRefreshToken(of: again.token)

@@ -257,3 +257,12 @@ extension Token: Codable {
         if !additionalFields.isEmpty { try container.encode(additionalFields, forKey: .additionalFields) }
     }
 }
+
+extension Token {
+    /// When the ID token expires (its `exp` claim, read without verification: Latchkey verifies
+    /// an ID token before it stores one), or nil when there is no ID token or it has no `exp`.
+    public var idTokenExpiresAt: Date? {
+        guard let idToken, case .number(let exp)? = UnverifiedClaims.read(idToken)?["exp"] else { return nil }
+        return Date(timeIntervalSince1970: exp)
+    }
+}

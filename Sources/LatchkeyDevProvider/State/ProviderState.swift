@@ -85,6 +85,8 @@ actor ProviderState {
     let keys: SigningKeys
     /// The lifetime of new access tokens, in seconds (the configuration's, until a test sets another).
     private var accessTokenLifetime: Int
+    /// The lifetime of new ID tokens, in seconds (the configuration's, until a test sets another).
+    private var idTokenLifetime: Int
     private(set) var issuer = ""
     private let now: @Sendable () -> Date
 
@@ -109,12 +111,14 @@ actor ProviderState {
         self.configuration = configuration
         self.now = now
         accessTokenLifetime = configuration.accessTokenLifetime
+        idTokenLifetime = configuration.idTokenLifetime
         keys = try await SigningKeys(gracePeriod: TimeInterval(configuration.keyGracePeriod), initial: signingKeys)
     }
 
     func setIssuer(_ issuer: String) { self.issuer = issuer }
 
     func setAccessTokenLifetime(_ seconds: Int) { accessTokenLifetime = seconds }
+    func setIDTokenLifetime(_ seconds: Int) { idTokenLifetime = seconds }
 
     var currentDate: Date { now() }
 
@@ -357,7 +361,7 @@ actor ProviderState {
         let iat = Int(issued.timeIntervalSince1970)
         var claims: [String: Claim] = [
             "iss": .string(issuer), "sub": .string(user.sub), "aud": .string(clientID), "azp": .string(clientID),
-            "iat": .number(iat), "exp": .number(iat + configuration.idTokenLifetime),
+            "iat": .number(iat), "exp": .number(iat + idTokenLifetime),
             "auth_time": .number(Int(session.authTime.timeIntervalSince1970)), "sid": .string(session.sid),
         ]
         claims.merge(profileClaims(user: user, scopes: scopes)) { _, new in new }

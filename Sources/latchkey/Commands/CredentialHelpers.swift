@@ -5,7 +5,80 @@ import Latchkey
 /// `latchkey credential …`: tokens handed to the tools people already run.
 struct CredentialCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "credential", abstract: "Hand fresh tokens to other tools (git).", subcommands: [Git.self])
+        commandName: "credential", abstract: "Hand fresh tokens to other tools (git, kubectl).",
+        subcommands: [Git.self, Kubectl.self])
+
+    /// `latchkey credential kubectl`: a client-go exec credential plugin.
+    struct Kubectl: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "A kubectl exec credential plugin: prints an ExecCredential with a fresh ID (or access) token.",
+            discussion: """
+                In a kubeconfig user: `exec: {apiVersion: client.authentication.k8s.io/v1, command: latchkey, \
+                args: [credential, kubectl], interactiveMode: Never}`. The ID token is the default, as \
+                Kubernetes' OIDC authentication expects; an expired one is replaced through a refresh (one for \
+                every kubectl asking at once). It never prompts: an account that must sign in again gets a \
+                message saying so on standard error, and kubectl shows it.
+                """)
+
+        enum Kind: String, ExpressibleByArgument, CaseIterable {
+            case id, access
+        }
+
+        @OptionGroup var global: GlobalOptions
+        @Option(help: "An account id, username or email; the default account if left out.") var account: String?
+        @Option(help: "Which token kubectl sends: id (the default) or access.") var token: Kind = .id
+
+        func run() async throws {
+            // What kubectl says of itself (client.authentication.k8s.io): its API version, and
+            // whether a person is there to answer (this plugin never asks either way).
+            let info = ProcessInfo.processInfo.environment["KUBERNETES_EXEC_INFO"].flatMap {
+                try? JSONDecoder().decode(ExecInfo.self, from: Data($0.utf8))
+            }
+            let apiVersion = info?.apiVersion ?? "client.authentication.k8s.io/v1"
+            let context: AccountContext
+            do {
+                context = try await global.account(account) { _ in false }
+            } catch let error as CLIError {
+                throw CLIError(
+                    status: error.status,
+                    description:
+                        "kubectl asked for a token, but there is no account to give one for: \(error.description) Sign in with `latchkey login`."
+                )
+            }
+            let value: String
+            let expiry: Date?
+            do {
+                switch token {
+                case .id:
+                    value = try await context.credential.idToken()
+                    expiry = try await context.credential.token.idTokenExpiresAt
+                case .access:
+                    value = try await context.credential.accessToken()
+                    expiry = try await context.credential.token.expiresAt
+                }
+            } catch {
+                throw CLIError.provider(error, doing: "No \(token.rawValue) token for kubectl")
+            }
+            var status: [String: String] = ["token": value]
+            if let expiry { status["expirationTimestamp"] = expiry.formatted(.iso8601) }
+            let credential = ExecCredential(apiVersion: apiVersion, status: status)
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            FileHandle.standardOutput.write((try encoder.encode(credential)) + Data("\n".utf8))
+        }
+
+        struct ExecInfo: Decodable {
+            var apiVersion: String?
+            var spec: Spec?
+            struct Spec: Decodable { var interactive: Bool? }
+        }
+
+        struct ExecCredential: Encodable {
+            var apiVersion: String
+            var kind = "ExecCredential"
+            var status: [String: String]
+        }
+    }
 
     /// `latchkey credential git get|store|erase`: git's credential-helper protocol.
     struct Git: AsyncParsableCommand {

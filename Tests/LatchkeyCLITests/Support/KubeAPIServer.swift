@@ -1,0 +1,117 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTLS
+import Latchkey
+import LatchkeyHTTP
+import LatchkeyTestSupport
+import Logging
+import NIOCore
+import NIOSSL
+import ServiceLifecycle
+import Synchronization
+
+/// A stand-in Kubernetes API server on loopback that authenticates as Kubernetes' OIDC
+/// authenticator does: the bearer token must be an ID token of the issuer, for the client,
+/// with a valid signature from the issuer's JWKS and not expired. It serves `/version`, over
+/// TLS with a certificate of its own (`certificatePath`), as client-go sends exec credentials
+/// only over TLS.
+final class KubeAPIServer: Sendable {
+    let port: Int
+    private let tokens: Tokens
+    private let group: ServiceGroup
+
+    /// The bearer tokens it accepted, and how many requests it refused.
+    final class Tokens: Sendable {
+        let state = Mutex<(accepted: Set<String>, refused: Int)>(([], 0))
+    }
+    private let task: Task<Void, any Error>
+
+    var url: String { "https://127.0.0.1:\(port)" }
+    /// The server's self-signed certificate, for the kubeconfig's `certificate-authority`.
+    let certificatePath: String
+    var accepted: Set<String> { tokens.state.withLock { $0.accepted } }
+    var refused: Int { tokens.state.withLock { $0.refused } }
+
+    private init(
+        port: Int, certificatePath: String, tokens: Tokens, group: ServiceGroup,
+        task: Task<Void, any Error>
+    ) {
+        self.port = port
+        self.certificatePath = certificatePath
+        self.tokens = tokens
+        self.group = group
+        self.task = task
+    }
+
+    static func start(issuer: URL, clientID: String, folder: TemporaryFolder) async throws -> KubeAPIServer {
+        // A certificate for 127.0.0.1, from Debian's openssl.
+        let (certificatePath, keyPath) = (folder.file("api.crt"), folder.file("api.key"))
+        let made = try await ChildProcess.run(
+            URL(fileURLWithPath: "/usr/bin/openssl"),
+            [
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
+                keyPath, "-out", certificatePath, "-days", "1", "-subj", "/CN=127.0.0.1", "-addext",
+                "subjectAltName=IP:127.0.0.1",
+            ], input: "")
+        guard made.status == 0 else { throw TestFailure("openssl could not make a certificate: \(made.stderr)") }
+        let tls = TLSConfiguration.makeServerConfiguration(
+            certificateChain: try NIOSSLCertificate.fromPEMFile(certificatePath).map { .certificate($0) },
+            privateKey: .privateKey(try NIOSSLPrivateKey(file: keyPath, format: .pem)))
+        let verifier = OpenIDProvider(
+            configuration: OpenIDProviderConfiguration(issuer: issuer, clientID: clientID),
+            transport: AsyncHTTPClientTransport.shared)
+        let tokens = Tokens()
+        let (ports, portContinuation) = AsyncStream<Int>.makeStream()
+        let responder = CallbackResponder<BasicRequestContext> { request, _ in
+            let header = request.headers[.authorization] ?? ""
+            let token = header.hasPrefix("Bearer ") ? String(header.dropFirst(7)) : ""
+            do {
+                _ = try await verifier.verifyIDToken(token)
+            } catch {
+                tokens.state.withLock { $0.refused += 1 }
+                return Response(
+                    status: .unauthorized, headers: [.contentType: "application/json"],
+                    body: ResponseBody(
+                        byteBuffer: ByteBuffer(
+                            string:
+                                #"{"kind":"Status","apiVersion":"v1","status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401}"#
+                        )))
+            }
+            tokens.state.withLock { _ = $0.accepted.insert(token) }
+            return Response(
+                status: .ok, headers: [.contentType: "application/json"],
+                body: ResponseBody(
+                    byteBuffer: ByteBuffer(
+                        string:
+                            #"{"major":"1","minor":"31","gitVersion":"v1.31.0-latchkey-stand-in","platform":"linux/amd64"}"#
+                    )))
+        }
+        let quiet = Logger(label: "kube-api", factory: { _ in SwiftLogNoOpLogHandler() })
+        let application = Application(
+            responder: responder, server: try .tls(tlsConfiguration: tls),
+            configuration: .init(address: .hostname("127.0.0.1", port: 0), serverName: nil),
+            onServerRunning: { channel in
+                portContinuation.yield(channel.localAddress?.port ?? 0)
+                portContinuation.finish()
+            },
+            logger: quiet)
+        let group = ServiceGroup(
+            configuration: .init(services: [application], gracefulShutdownSignals: [], logger: quiet))
+        let task = Task { try await group.run() }
+        var iterator = ports.makeAsyncIterator()
+        let port = await iterator.next() ?? 0
+        return KubeAPIServer(port: port, certificatePath: certificatePath, tokens: tokens, group: group, task: task)
+    }
+
+    func stop() async {
+        await group.triggerGracefulShutdown()
+        _ = try? await task.value
+    }
+}
+
+/// A test's own failure, with a message.
+struct TestFailure: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
