@@ -289,25 +289,15 @@ struct CLIDevProviderTests {
         }
     }
 
-    @Test("login --browser prints the URL to open, and signs in when the browser comes back")
-    func browserLogin() async throws {
-        let dev = try await DevProvider.start(signingKeys: SharedSigningKeys.get())
-        let device = try Device()
-        defer { device.cleanUp() }
-        _ = try await device.run(
-            "provider", "add", "dev", "--allow-password-grant", "--issuer", dev.issuer.absoluteString, "--client-id",
-            "latchkey-cli")
-        let login = try await CLI.start(["--home", device.path, "--json", "login", "--browser", "--timeout", "30"])
-        let prompt = try await login.standardError { $0.components(separatedBy: "\n").count >= 3 }
-        let lines = prompt.components(separatedBy: "\n")
-        #expect(lines.first == "Open this URL to sign in:")
-        let url = try #require(URLComponents(string: lines.count > 1 ? lines[1] : ""))
-        #expect(url.queryItems?.contains { $0.name == "code_challenge_method" && $0.value == "S256" } == true)
-        // Play the browser: post the sign-in form, then follow the redirect to the loopback listener.
+    /// Plays the browser: posts the development provider's sign-in form for `url`, follows the
+    /// redirect to the loopback listener, and returns the page it shows.
+    static func playBrowser(at url: URLComponents, dev: DevProvider, username: String, password: String)
+        async throws -> String
+    {
         var form = URLComponents()
         form.queryItems =
             (url.queryItems ?? []) + [
-                URLQueryItem(name: "username", value: "bob"), URLQueryItem(name: "password", value: "bob-password"),
+                URLQueryItem(name: "username", value: username), URLQueryItem(name: "password", value: password),
             ]
         var request = HTTPClientRequest(url: dev.url(.authorization).absoluteString)
         request.method = .POST
@@ -317,12 +307,77 @@ struct CLIDevProviderTests {
         let noRedirects = HTTPClient(
             eventLoopGroupProvider: .singleton,
             configuration: HTTPClient.Configuration(redirectConfiguration: .disallow))
+        defer { _ = noRedirects.shutdown() }
         let signedIn = try await noRedirects.execute(request, timeout: .seconds(10))
         let location = try #require(signedIn.headers.first(name: "Location"))
         #expect(location.hasPrefix("http://127.0.0.1:"))
         let callback = try await noRedirects.execute(HTTPClientRequest(url: location), timeout: .seconds(10))
         #expect(callback.status == .ok)
-        try await noRedirects.shutdown()
+        return String(buffer: try await callback.body.collect(upTo: 1 << 16))
+    }
+
+    @Test("login --browser opens $BROWSER with the URL (and prints it); --no-browser only prints it")
+    func browserOpens() async throws {
+        let dev = try await DevProvider.start(signingKeys: SharedSigningKeys.get())
+        let device = try Device()
+        let folder = try TemporaryFolder()
+        defer {
+            device.cleanUp()
+            folder.cleanUp()
+        }
+        _ = try await device.run(
+            "provider", "add", "dev", "--issuer", dev.issuer.absoluteString, "--client-id", "latchkey-cli")
+        // A "browser" that writes down the URL it was given.
+        let opened = folder.file("opened")
+        let browser = folder.file("browser")
+        try Data("#!/bin/sh\nprintf '%s' \"$1\" > \(opened).tmp && mv \(opened).tmp \(opened)\n".utf8)
+            .write(to: URL(fileURLWithPath: browser))
+        chmod(browser, 0o700)
+
+        let login = try await CLI.start(
+            ["--home", device.path, "login", "--browser", "--timeout", "30"],
+            environment: ["BROWSER": "/nonexistent/browser:\(browser)"])
+        let prompt = try await login.standardError { $0.contains("(opened with") }
+        #expect(prompt.contains("(opened with \(browser))"))
+        while !FileManager.default.fileExists(atPath: opened) { try await Task.sleep(for: .milliseconds(20)) }
+        let url = try String(contentsOfFile: opened, encoding: .utf8)
+        #expect(prompt.contains(url), "the URL is printed too")
+        let page = try await Self.playBrowser(
+            at: try #require(URLComponents(string: url)), dev: dev, username: "alice", password: "alice-password")
+        #expect(page.contains("Signed in") && page.contains("close this window"))
+        #expect(try await login.finish().status == 0)
+
+        try FileManager.default.removeItem(atPath: opened)
+        let printing = try await CLI.start(
+            ["--home", device.path, "login", "--browser", "--no-browser", "--timeout", "30"],
+            environment: ["BROWSER": browser])
+        let printed = try await printing.standardError { $0.components(separatedBy: "\n").count >= 3 }
+        let shown = try #require(URLComponents(string: printed.components(separatedBy: "\n")[1]))
+        _ = try await Self.playBrowser(at: shown, dev: dev, username: "bob", password: "bob-password")
+        #expect(try await printing.finish().status == 0)
+        #expect(!printed.contains("(opened with"))
+        #expect(!FileManager.default.fileExists(atPath: opened), "--no-browser opened nothing")
+        await dev.stop()
+    }
+
+    @Test("login --browser prints the URL to open, and signs in when the browser comes back")
+    func browserLogin() async throws {
+        let dev = try await DevProvider.start(signingKeys: SharedSigningKeys.get())
+        let device = try Device()
+        defer { device.cleanUp() }
+        _ = try await device.run(
+            "provider", "add", "dev", "--allow-password-grant", "--issuer", dev.issuer.absoluteString, "--client-id",
+            "latchkey-cli")
+        let login = try await CLI.start([
+            "--home", device.path, "--json", "login", "--browser", "--no-browser", "--timeout", "30",
+        ])
+        let prompt = try await login.standardError { $0.components(separatedBy: "\n").count >= 3 }
+        let lines = prompt.components(separatedBy: "\n")
+        #expect(lines.first == "Open this URL to sign in:")
+        let url = try #require(URLComponents(string: lines.count > 1 ? lines[1] : ""))
+        #expect(url.queryItems?.contains { $0.name == "code_challenge_method" && $0.value == "S256" } == true)
+        let callback = try await Self.playBrowser(at: url, dev: dev, username: "bob", password: "bob-password")
+        #expect(callback.hasPrefix("Signed in."))
         let finished = try await login.finish()
         #expect(finished.status == 0)
         let result = try JSONSerialization.jsonObject(with: Data(finished.stdout.utf8)) as? [String: Any]
@@ -556,7 +611,9 @@ struct CLIDevProviderTests {
     func noCoreDumps() async throws {
         try await withDevices { _, a, _ in
             // A command that waits (for the browser), so its limits can be read while it runs.
-            let waiting = try await CLI.start(["--home", a.path, "login", "--browser", "--timeout", "30"])
+            let waiting = try await CLI.start([
+                "--home", a.path, "login", "--browser", "--no-browser", "--timeout", "30",
+            ])
             _ = try await waiting.standardError { $0.contains("Open this URL") }
             let limits = try String(contentsOfFile: "/proc/\(waiting.processIdentifier)/limits", encoding: .utf8)
             waiting.send(signal: SIGTERM)

@@ -22,6 +22,10 @@ struct Login: AsyncParsableCommand {
     var redirectPort: Int = 0
     @Option(help: "Seconds to wait for the browser or the device code.") var timeout: Int = 300
     @Flag(name: .customLong("make-default"), help: "Make this account the default.") var makeDefault = false
+    @Flag(
+        name: .customLong("no-browser"),
+        help: "With --browser: only print the URL to open (on another machine, say); do not open a browser here.")
+    var noBrowser = false
 
     func validate() throws {
         let methods = [passwordStdin, browser, device].filter { $0 }.count
@@ -124,9 +128,13 @@ struct Login: AsyncParsableCommand {
         if browser {
             return .browser(
                 listener: NIOLoopbackRedirectListener(port: redirectPort), timeout: .seconds(timeout),
-                open: { url in
-                    // The URL goes to standard error, so standard output stays for the result.
+                open: { [noBrowser] url in
+                    // The URL goes to standard error, so standard output stays for the result. It
+                    // is printed even when a browser opens, as `gh auth login --web` does.
                     FileHandle.standardError.write(Data("Open this URL to sign in:\n\(url.absoluteString)\n".utf8))
+                    if !noBrowser, let opener = SystemBrowser.open(url) {
+                        FileHandle.standardError.write(Data("(opened with \(opener))\n".utf8))
+                    }
                     countdown.start(until: deadline, "Waiting for the browser")
                 })
         }
