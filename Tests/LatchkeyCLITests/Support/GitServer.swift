@@ -23,10 +23,9 @@ final class GitServer: Sendable {
     }
 
     let root: TemporaryFolder
-    let port: Int
+    private let server: LoopbackServer
     private let state: State
-    private let group: ServiceGroup
-    private let task: Task<Void, any Error>
+    var port: Int { server.port }
 
     /// What the responder and the test share.
     final class State: Sendable {
@@ -41,18 +40,15 @@ final class GitServer: Sendable {
     var counters: Counters { state.counters.withLock { $0 } }
     func refuseNextRequest() { state.refuseNext.withLock { $0 = true } }
 
-    private init(root: TemporaryFolder, port: Int, state: State, group: ServiceGroup, task: Task<Void, any Error>) {
+    private init(root: TemporaryFolder, server: LoopbackServer, state: State) {
         self.root = root
-        self.port = port
+        self.server = server
         self.state = state
-        self.group = group
-        self.task = task
     }
 
     static func start(isLive: @escaping @Sendable (String) async -> Bool) async throws -> GitServer {
         let root = try TemporaryFolder()
         let state = State()
-        let (ports, portContinuation) = AsyncStream<Int>.makeStream()
         let projectRoot = root.path
         let responder = CallbackResponder<BasicRequestContext> { request, _ in
             let challenge: HTTPFields = [.wwwAuthenticate: "Basic realm=\"latchkey-test\""]
@@ -74,25 +70,12 @@ final class GitServer: Sendable {
             }
             return try await cgi(request, user: user, root: projectRoot)
         }
-        let quiet = Logger(label: "git-server", factory: { _ in SwiftLogNoOpLogHandler() })
-        let application = Application(
-            responder: responder, configuration: .init(address: .hostname("127.0.0.1", port: 0), serverName: nil),
-            onServerRunning: { channel in
-                portContinuation.yield(channel.localAddress?.port ?? 0)
-                portContinuation.finish()
-            },
-            logger: quiet)
-        let group = ServiceGroup(
-            configuration: .init(services: [application], gracefulShutdownSignals: [], logger: quiet))
-        let task = Task { try await group.run() }
-        var iterator = ports.makeAsyncIterator()
-        let port = await iterator.next() ?? 0
-        return GitServer(root: root, port: port, state: state, group: group, task: task)
+        let server = try await LoopbackServer.start(responder)
+        return GitServer(root: root, server: server, state: state)
     }
 
     func stop() async {
-        await group.triggerGracefulShutdown()
-        _ = try? await task.value
+        await server.stop()
         root.cleanUp()
     }
 

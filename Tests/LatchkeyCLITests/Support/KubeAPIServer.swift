@@ -17,15 +17,14 @@ import Synchronization
 /// TLS with a certificate of its own (`certificatePath`), as client-go sends exec credentials
 /// only over TLS.
 final class KubeAPIServer: Sendable {
-    let port: Int
+    private let server: LoopbackServer
     private let tokens: Tokens
-    private let group: ServiceGroup
+    var port: Int { server.port }
 
     /// The bearer tokens it accepted, and how many requests it refused.
     final class Tokens: Sendable {
         let state = Mutex<(accepted: Set<String>, refused: Int)>(([], 0))
     }
-    private let task: Task<Void, any Error>
 
     var url: String { "https://127.0.0.1:\(port)" }
     /// The server's self-signed certificate, for the kubeconfig's `certificate-authority`.
@@ -33,15 +32,10 @@ final class KubeAPIServer: Sendable {
     var accepted: Set<String> { tokens.state.withLock { $0.accepted } }
     var refused: Int { tokens.state.withLock { $0.refused } }
 
-    private init(
-        port: Int, certificatePath: String, tokens: Tokens, group: ServiceGroup,
-        task: Task<Void, any Error>
-    ) {
-        self.port = port
+    private init(server: LoopbackServer, certificatePath: String, tokens: Tokens) {
+        self.server = server
         self.certificatePath = certificatePath
         self.tokens = tokens
-        self.group = group
-        self.task = task
     }
 
     static func start(issuer: URL, clientID: String, folder: TemporaryFolder) async throws -> KubeAPIServer {
@@ -62,7 +56,6 @@ final class KubeAPIServer: Sendable {
             configuration: OpenIDProviderConfiguration(issuer: issuer, clientID: clientID),
             transport: AsyncHTTPClientTransport.shared)
         let tokens = Tokens()
-        let (ports, portContinuation) = AsyncStream<Int>.makeStream()
         let responder = CallbackResponder<BasicRequestContext> { request, _ in
             let header = request.headers[.authorization] ?? ""
             let token = header.hasPrefix("Bearer ") ? String(header.dropFirst(7)) : ""
@@ -87,27 +80,11 @@ final class KubeAPIServer: Sendable {
                             #"{"major":"1","minor":"31","gitVersion":"v1.31.0-latchkey-stand-in","platform":"linux/amd64"}"#
                     )))
         }
-        let quiet = Logger(label: "kube-api", factory: { _ in SwiftLogNoOpLogHandler() })
-        let application = Application(
-            responder: responder, server: try .tls(tlsConfiguration: tls),
-            configuration: .init(address: .hostname("127.0.0.1", port: 0), serverName: nil),
-            onServerRunning: { channel in
-                portContinuation.yield(channel.localAddress?.port ?? 0)
-                portContinuation.finish()
-            },
-            logger: quiet)
-        let group = ServiceGroup(
-            configuration: .init(services: [application], gracefulShutdownSignals: [], logger: quiet))
-        let task = Task { try await group.run() }
-        var iterator = ports.makeAsyncIterator()
-        let port = await iterator.next() ?? 0
-        return KubeAPIServer(port: port, certificatePath: certificatePath, tokens: tokens, group: group, task: task)
+        let server = try await LoopbackServer.start(responder, server: try .tls(tlsConfiguration: tls))
+        return KubeAPIServer(server: server, certificatePath: certificatePath, tokens: tokens)
     }
 
-    func stop() async {
-        await group.triggerGracefulShutdown()
-        _ = try? await task.value
-    }
+    func stop() async { await server.stop() }
 }
 
 /// A test's own failure, with a message.
