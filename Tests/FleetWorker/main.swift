@@ -65,8 +65,10 @@ func openStore(_ client: PostgresClient) async throws -> CredentialStore {
     guard let keyFile = ProcessInfo.processInfo.environment["LATCHKEY_KEY_FILE"] else {
         fail("LATCHKEY_KEY_FILE is not set")
     }
+    // Stretched with the tests' other timeouts under the thread sanitizer.
+    let slowdown = ProcessInfo.processInfo.environment["LATCHKEY_TEST_SLOWDOWN"].flatMap(Double.init) ?? 1
     let storage = try await PostgresCredentialStorage.open(
-        client: client, key: SQLiteCredentialStorage.readKey(fromFile: keyFile))
+        client: client, key: SQLiteCredentialStorage.readKey(fromFile: keyFile), timeout: .seconds(15 * slowdown))
     return CredentialStore(storage: storage)
 }
 

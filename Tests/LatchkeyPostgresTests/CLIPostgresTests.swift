@@ -18,6 +18,8 @@ struct CLIPostgresTests {
             environment["LATCHKEY_HOME"] = home.path
             environment["LATCHKEY_DATABASE_URL"] = nil
             environment["LATCHKEY_KEY_FILE"] = nil
+            // The tool's wait for its store, stretched with the suite under the thread sanitizer.
+            environment["LATCHKEY_DATABASE_TIMEOUT"] = "\(5 * TestTiming.slowdown)"
             self.environment = environment.merging(extra) { _, new in new }
         }
 

@@ -17,7 +17,8 @@ struct PostgresStorageTests {
         let url = try await PostgresServer.freshDatabase()
         try await PostgresServer.withClient(url) { client in
             try await check.run {
-                try await PostgresCredentialStorage.open(client: client, key: SymmetricKey(size: .bits256))
+                try await PostgresCredentialStorage.open(
+                    client: client, key: SymmetricKey(size: .bits256), timeout: PostgresServer.openTimeout)
             }
         }
     }

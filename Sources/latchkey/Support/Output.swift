@@ -65,7 +65,7 @@ struct GlobalOptions: ParsableArguments {
     @Option(
         name: .customLong("store"),
         help:
-            "Keep the credentials in this PostgreSQL store (postgres://USER@HOST[:PORT]/DATABASE), shared by every instance that names it, with its key from --key-file or $LATCHKEY_KEY_FILE. Default: $LATCHKEY_DATABASE_URL, then the SQLite store in the home."
+            "Keep the credentials in this PostgreSQL store (postgres://USER@HOST[:PORT]/DATABASE), shared by every instance that names it, with its key from --key-file or $LATCHKEY_KEY_FILE, waited for $LATCHKEY_DATABASE_TIMEOUT seconds (5). Default: $LATCHKEY_DATABASE_URL, then the SQLite store in the home."
     )
     var store: String?
 

@@ -1,3 +1,4 @@
+import Foundation
 import Latchkey
 import LatchkeyPostgres
 import LatchkeySQLite
@@ -31,14 +32,16 @@ actor PostgresStores {
         if let storage = opened[url] { return storage }
         let key = try home.resolvedKey()
         var configuration = try PostgresCredentialStorage.clientConfiguration(url: url)
-        configuration.options.connectTimeout = .seconds(5)
+        // A command waits for its store a few seconds at most: $LATCHKEY_DATABASE_TIMEOUT, else 5.
+        let seconds = ProcessInfo.processInfo.environment["LATCHKEY_DATABASE_TIMEOUT"].flatMap(Double.init) ?? 5
+        let timeout = Duration.milliseconds(Int(max(0.1, seconds) * 1_000))
+        configuration.options.connectTimeout = timeout
         let client = PostgresClient(
             configuration: configuration, backgroundLogger: Home.logger ?? .disabled("latchkey.postgres"))
         // The client runs until the process ends; a command is short-lived.
         Task { await client.run() }
-        // A command waits for its store a few seconds at most.
         let storage = try await PostgresCredentialStorage.open(
-            client: client, key: key, logger: Home.logger, timeout: .seconds(5))
+            client: client, key: key, logger: Home.logger, timeout: timeout)
         opened[url] = storage
         return storage
     }

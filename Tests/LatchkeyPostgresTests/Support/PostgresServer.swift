@@ -43,6 +43,10 @@ enum PostgresServer {
         try #require(environment, "PostgreSQL is not running: start it with scripts/providers/postgres start")
     }
 
+    /// How long a test waits for a store to open: the library's default, stretched with the
+    /// rest of the suite under the thread sanitizer.
+    static var openTimeout: Duration { TestTiming.scaled(.seconds(15)) }
+
     /// The URL of a new, empty database of its own for one test.
     static func freshDatabase() async throws -> String {
         let environment = try require()
@@ -58,7 +62,8 @@ enum PostgresServer {
     /// Runs `body` with a running client of the database at `url`.
     @discardableResult
     static func withClient<T: Sendable>(
-        _ url: String, timeout: Duration = .seconds(10), _ body: @Sendable (PostgresClient) async throws -> T
+        _ url: String, timeout: Duration = TestTiming.scaled(.seconds(10)),
+        _ body: @Sendable (PostgresClient) async throws -> T
     ) async throws -> T {
         var configuration = try PostgresCredentialStorage.clientConfiguration(url: url)
         configuration.options.connectTimeout = timeout
@@ -82,7 +87,7 @@ enum PostgresServer {
             // In the trace pass, the storage and the store log at trace level, and every line is
             // checked for the tokens the test handled.
             let storage = try await PostgresCredentialStorage.open(
-                client: client, key: key, logger: TraceLog.logger("postgres"))
+                client: client, key: key, logger: TraceLog.logger("postgres"), timeout: openTimeout)
             return try await body(CredentialStore(storage: storage, logger: TraceLog.logger("store")), storage, client)
         }
     }
