@@ -51,13 +51,14 @@ public final class PostgresCredentialStorage: CredentialStorage, OutboxStorage, 
     ///   - key: the 256-bit key the store's tokens are sealed with.
     ///   - logger: where diagnostics go; silent by default. Token values are never logged.
     ///   - timeout: how long to wait for the server before giving up with
-    ///     ``StorageError/Code/unreachable`` (the client's pool would otherwise keep trying).
+    ///     ``StorageError/Code/unreachable`` (the client's pool would otherwise keep trying): a
+    ///     minute by default, for a fleet whose database may start after it.
     /// - Throws: ``StorageError/Code/unreachable`` when the server cannot be reached,
     ///   ``StorageError/Code/wrongKey`` when `key` is not the store's key, and
     ///   ``StorageError/Code/unsupportedSchema`` when a newer Latchkey made the schema. Nothing is
     ///   changed in any of these cases.
     public static func open(
-        client: PostgresClient, key: SymmetricKey, logger: Logger? = nil, timeout: Duration = .seconds(15)
+        client: PostgresClient, key: SymmetricKey, logger: Logger? = nil, timeout: Duration = .seconds(60)
     ) async throws(StorageError) -> PostgresCredentialStorage {
         guard key.bitCount == 256 else {
             throw StorageError(.invalidKeyFile, reason: "The key given is \(key.bitCount) bits; Latchkey needs 256.")

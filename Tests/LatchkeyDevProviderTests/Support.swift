@@ -13,7 +13,7 @@ let http: HTTPClient = {
     var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
     // Tests send dozens of requests at once; on a loaded machine they must not queue for a connection.
     configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 64)
-    configuration.timeout = .init(connect: .seconds(30), read: .seconds(60))
+    configuration.timeout = .init(connect: .seconds(30), read: .seconds(Int64(60 * TestTiming.slowdown)))
     return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
 }()
 
@@ -78,7 +78,7 @@ struct Client: Sendable {
         if admin, request.url.contains("/admin"), !request.headers.contains(name: "Authorization") {
             request.headers.add(name: "Authorization", value: "Bearer \(provider.adminToken)")
         }
-        let response = try await http.execute(request, timeout: .seconds(30))
+        let response = try await http.execute(request, timeout: .seconds(Int64(30 * TestTiming.slowdown)))
         let body = try await response.body.collect(upTo: 64 << 20)
         return Answer(status: Int(response.status.code), headers: response.headers, body: Data(body.readableBytesView))
     }

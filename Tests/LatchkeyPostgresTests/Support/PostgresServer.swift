@@ -43,9 +43,9 @@ enum PostgresServer {
         try #require(environment, "PostgreSQL is not running: start it with scripts/providers/postgres start")
     }
 
-    /// How long a test waits for a store to open: the library's default, stretched with the
-    /// rest of the suite under the thread sanitizer.
-    static var openTimeout: Duration { TestTiming.scaled(.seconds(15)) }
+    /// How long a test waits for a store to open: the library's default minute, stretched with
+    /// the rest of the suite under the thread sanitizer.
+    static var openTimeout: Duration { TestTiming.scaled(.seconds(60)) }
 
     /// The URL of a new, empty database of its own for one test.
     static func freshDatabase() async throws -> String {
