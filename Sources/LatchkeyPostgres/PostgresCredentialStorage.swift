@@ -109,10 +109,36 @@ public final class PostgresCredentialStorage: CredentialStorage, OutboxStorage, 
         ).credentials
     }
 
+    /// A listing reads the columns in the clear only: neither the sealed tokens nor the sealed
+    /// metadata cross the wire.
     public func accounts() async throws(StorageError) -> [AccountSummary] {
         try await rows(
-            "SELECT \(unescaped: Self.credentialColumns) FROM latchkey_credential ORDER BY created_at, position"
-        ).compactMap { try? Self.sealedCredential($0).summary() }
+            """
+            SELECT id, subject, username, email, issuer, name, client_id, tags, created_at, access_token_expires_at,
+                has_access_token, has_refresh_token
+            FROM latchkey_credential ORDER BY created_at, position
+            """
+        ).compactMap { row in
+            let columns = row.makeRandomAccess()
+            guard let id = try? columns["id"].decode(String.self),
+                let issuer = try? columns["issuer"].decode(String.self),
+                let clientID = try? columns["client_id"].decode(String.self),
+                let created = try? columns["created_at"].decode(Double.self)
+            else { return nil }
+            return AccountSummary(
+                id: CredentialID(rawValue: id),
+                metadata: CredentialMetadata(
+                    subject: try? columns["subject"].decode(String?.self),
+                    preferredUsername: try? columns["username"].decode(String?.self),
+                    email: try? columns["email"].decode(String?.self), name: try? columns["name"].decode(String?.self),
+                    issuer: issuer, clientID: clientID,
+                    tags: SealedCredential.tags((try? columns["tags"].decode(String.self)) ?? "{}")),
+                accessTokenExpiresAt: (try? columns["access_token_expires_at"].decode(Double?.self))?
+                    .map(Date.init(timeIntervalSinceReferenceDate:)),
+                hasAccessToken: (try? columns["has_access_token"].decode(Bool.self)) ?? false,
+                hasRefreshToken: (try? columns["has_refresh_token"].decode(Bool.self)) ?? false,
+                createdAt: Date(timeIntervalSinceReferenceDate: created))
+        }
     }
 
     public func credential(for id: CredentialID) async throws(StorageError) -> StoredCredential? {

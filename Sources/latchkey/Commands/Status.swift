@@ -74,7 +74,7 @@ struct Status: AsyncParsableCommand {
         if global.json {
             Output.json(Report(accounts: rows, outbox: outbox))
         } else {
-            print(rows, outbox)
+            render(rows, outbox)
         }
         if rows.contains(where: \.needsSignIn) { throw ExitCode(ExitStatus.signInRequired.rawValue) }
     }
@@ -104,7 +104,7 @@ struct Status: AsyncParsableCommand {
         }
     }
 
-    private func print(_ rows: [Row], _ outbox: OutboxState) {
+    private func render(_ rows: [Row], _ outbox: OutboxState) {
         if rows.isEmpty { Output.line("No accounts. Sign in with `latchkey login`.") }
         for row in rows {
             let name = row.username ?? row.email ?? row.id
