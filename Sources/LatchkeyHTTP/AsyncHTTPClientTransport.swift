@@ -21,11 +21,17 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         // A refused connection is an answer: report it now (it is retryable, and the outbox
         // retries revocations) instead of retrying until the request's deadline.
         configuration.connectionPool.retryConnectionEstablishment = false
+        // No spans of the client's own: they record the whole URL, and an end-session request's
+        // query holds the ID token. Latchkey's own span of each request leaves the URL out.
+        configuration.tracing.tracer = nil
         client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         ownsClient = true
     }
 
-    /// Uses `client`, which the caller owns. It must not follow redirects.
+    /// Uses `client`, which the caller owns. It must not follow redirects, and its own tracing
+    /// should be off (`configuration.tracing.tracer = nil`): AsyncHTTPClient's spans record the
+    /// whole URL, and an end-session request's query holds the ID token. Latchkey traces each
+    /// request itself, without the URL.
     public init(client: HTTPClient) {
         self.client = client
         ownsClient = false

@@ -16,7 +16,8 @@ import Testing
 /// one is recorded as an issue of the running test. Latchkey logs the description of the errors
 /// it throws, so error descriptions pass through the same check. When the process ends,
 /// `LATCHKEY_TEST_TRACE_REPORT` (if set) receives how many lines and tokens were seen, so the
-/// script can refuse a pass that logged nothing.
+/// script can refuse a pass that logged nothing. Metrics and spans pass the same check: every
+/// label, dimension, span name and attribute the run made (``RecordedTelemetry``), at its end.
 public enum TraceLog {
     /// Whether this run is the trace pass.
     public static let isEnabled = ProcessInfo.processInfo.environment["LATCHKEY_TEST_TRACE"] == "1"
@@ -28,7 +29,11 @@ public enum TraceLog {
     }
 
     private static let state: Mutex<State> = {
-        if isEnabled { atexit { TraceLog.writeReport() } }
+        if isEnabled {
+            // Metrics and spans are checked too: every one the run made, when it ends.
+            RecordedTelemetry.install()
+            atexit { TraceLog.writeReport() }
+        }
         return Mutex(State())
     }()
 
@@ -73,7 +78,19 @@ public enum TraceLog {
 
     private static func writeReport() {
         guard let path = ProcessInfo.processInfo.environment["LATCHKEY_TEST_TRACE_REPORT"] else { return }
-        let report = state.withLock { "lines \($0.lines)\nsecrets \($0.secrets.count)\nleaks \($0.leaks.count)\n" }
+        let telemetry = RecordedTelemetry.everythingNamed()
+        let report = state.withLock { state in
+            // A metric or span that holds a token is named in the report with the token cut out.
+            var named: [String] = []
+            for text in telemetry {
+                let found = state.secrets.filter { text.contains($0) }
+                guard !found.isEmpty else { continue }
+                state.leaks.append(text)
+                named.append(found.reduce(text) { $0.replacingOccurrences(of: $1, with: "<token>") })
+            }
+            return "lines \(state.lines)\ntelemetry \(telemetry.count)\nsecrets \(state.secrets.count)\n"
+                + "leaks \(state.leaks.count)\n" + named.map { "telemetry leak: \($0.prefix(300))\n" }.joined()
+        }
         try? Data(report.utf8).write(to: URL(fileURLWithPath: path))
     }
 

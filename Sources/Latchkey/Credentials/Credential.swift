@@ -1,5 +1,6 @@
 public import Foundation
 import Logging
+import Tracing
 
 /// A stored credential together with the provider it came from: gets a fresh access token,
 /// revokes, removes, asks for user info and introspection.
@@ -157,9 +158,22 @@ public actor Credential {
     private func sharedRefresh(_ need: RefreshNeed) async -> Result<Refreshed, ProviderError> {
         if let refreshing {
             store.logger.trace("joining the refresh in flight", metadata: ["credential": "\(id)"])
+            Telemetry.refreshWait(.joined)
             return await refreshing.value
         }
-        let task = Task { await self.performRefresh(need) }
+        let task = Task {
+            let started = ContinuousClock.now
+            let result = await withSpan(LatchkeyTelemetry.SpanName.refresh) { span in
+                let result = await self.performRefresh(need)
+                if case .failure(let error) = result {
+                    span.attributes["error.type"] = error.code.description
+                    span.setStatus(SpanStatus(code: .error))
+                }
+                return result
+            }
+            Telemetry.refreshFinished(succeeded: (try? result.get()) != nil, after: ContinuousClock.now - started)
+            return result
+        }
         refreshing = task
         let result = await task.value
         refreshing = nil
@@ -227,12 +241,13 @@ public actor Credential {
             // Another caller sharing the store may have refreshed while this one waited.
             if isSatisfied(need, by: current) {
                 store.logger.trace("refreshed by another holder meanwhile", metadata: ["credential": "\(id)"])
+                Telemetry.refreshWait(.refreshedElsewhere)
                 return .success(Exchanged(stored: current, previous: current.token))
             }
             var answer: Token
             do {
                 store.logger.debug("refreshing", metadata: ["credential": "\(id)"])
-                answer = try await provider.exchangeRefreshToken(of: current.token)
+                answer = try await sendRefresh(current.token)
             } catch  where error.requiresSignIn {
                 // A process that does not take the lease (an older Latchkey) may have rotated
                 // the refresh token meanwhile: only a rejection of the stored one is final.
@@ -244,7 +259,7 @@ public actor Credential {
                     if isSatisfied(need, by: again) {
                         return .success(Exchanged(stored: again, previous: again.token))
                     }
-                    answer = try await provider.exchangeRefreshToken(of: again.token)
+                    answer = try await sendRefresh(again.token)
                     return .success(try await storeAnswer(answer, replacing: again))
                 }
                 await markNeedsSignIn(rejected: current.token.refreshToken)
@@ -253,6 +268,18 @@ public actor Credential {
             return .success(try await storeAnswer(answer, replacing: current))
         } catch {
             return .failure(error)
+        }
+    }
+
+    /// Sends the refresh token to the provider, and counts the request by its outcome.
+    private func sendRefresh(_ token: Token) async throws(ProviderError) -> Token {
+        do {
+            let answer = try await provider.exchangeRefreshToken(of: token)
+            Telemetry.refreshRequest(.success(()))
+            return answer
+        } catch {
+            Telemetry.refreshRequest(.failure(error))
+            throw error
         }
     }
 
@@ -333,10 +360,15 @@ public actor Credential {
     /// The revocation holds the refresh lease, so no refresh interleaves with it; only the
     /// values that were revoked leave the store.
     public func revoke(_ scope: RevocationScope = .all) async -> RevocationResult {
-        do {
-            return try await store.withRefreshLease(id) { await self.revokeHoldingLease(scope) }
-        } catch {
-            return RevocationResult(outcomes: [.accessToken: .failed(.storage(error))], removedFromStore: false)
+        await withSpan(LatchkeyTelemetry.SpanName.revoke) { span in
+            let result: RevocationResult
+            do throws(StorageError) {
+                result = try await store.withRefreshLease(id) { await self.revokeHoldingLease(scope) }
+            } catch {
+                result = RevocationResult(outcomes: [.accessToken: .failed(.storage(error))], removedFromStore: false)
+            }
+            if !result.succeeded { span.setStatus(SpanStatus(code: .error)) }
+            return result
         }
     }
 

@@ -92,6 +92,7 @@ enum RevocationFanOut {
             }
             for await (kind, outcome) in group { outcomes[kind] = outcome }
         }
+        Telemetry.revocations(outcomes)
         return outcomes
     }
 

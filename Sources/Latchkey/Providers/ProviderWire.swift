@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Logging
+import Tracing
 
 /// What every provider does on the wire, written once: refuse a URL Latchkey will not send to,
 /// log the request (never its query, which can carry an ID token) and the answer, turn a
@@ -26,20 +27,51 @@ struct ProviderWire: Sendable {
                 "endpoint": "\(kind)", "method": "\(request.method)", "host": "\(url.host ?? "")",
                 "path": "\(url.path)", "bytes": "\(body?.count ?? 0)",
             ])
+        let started = ContinuousClock.now
+        let result = await withSpan(
+            LatchkeyTelemetry.SpanName.providerRequest(request.method, kind), ofKind: .client
+        ) { span in
+            span.attributes["latchkey.endpoint"] = kind.rawValue
+            span.attributes["http.request.method"] = request.method.rawValue
+            span.attributes["server.address"] = url.host ?? ""
+            if let port = url.port { span.attributes["server.port"] = port }
+            let result = await sendRecorded(kind, request, body: body)
+            switch result {
+            case .success(let answer):
+                let status = answer.response.status.code
+                span.attributes["http.response.status_code"] = status
+                if status >= 400 {
+                    span.attributes["error.type"] = "\(status)"
+                    span.setStatus(SpanStatus(code: .error))
+                }
+            case .failure(let failure):
+                span.attributes["error.type"] = failure.code.description
+                span.setStatus(SpanStatus(code: .error))
+            }
+            return result
+        }
+        Telemetry.providerRequest(
+            kind, status: try? result.get().response.status.code, after: ContinuousClock.now - started)
+        return try result.get()
+    }
+
+    private func sendRecorded(_ kind: EndpointKind, _ request: HTTPRequest, body: Data?) async
+        -> Result<HTTPTransportResponse, ProviderError>
+    {
         let answer: HTTPTransportResponse
         do {
             answer = try await transport.send(request, body: body, options: options)
         } catch {
             let failure = ProviderError.transport(error, endpoint: kind)
             logger.debug("request failed", metadata: ["endpoint": "\(kind)", "error": "\(failure)"])
-            throw failure
+            return .failure(failure)
         }
         logger.debug(
             "request answered",
             metadata: [
                 "endpoint": "\(kind)", "status": "\(answer.response.status.code)", "bytes": "\(answer.body.count)",
             ])
-        return answer
+        return .success(answer)
     }
 
     /// Sends `request` and returns a 2xx answer; any other becomes the error `refusal` makes of it.

@@ -1,5 +1,6 @@
 public import Foundation
 import Logging
+import Tracing
 
 /// Exponential backoff with jitter for outbox retries.
 public struct OutboxBackoff: Sendable, Hashable {
@@ -113,6 +114,16 @@ extension CredentialStore {
     /// the expiry the provider stated; a damaged entry is reported and left as it is.
     /// Providers must be registered with ``register(_:)``.
     public func drainOutbox(_ options: DrainOptions = DrainOptions()) async -> DrainReport {
+        await withSpan(LatchkeyTelemetry.SpanName.drainOutbox) { span in
+            let report = await drainRecorded(options)
+            span.attributes["latchkey.outbox.revoked"] = report.revoked
+            span.attributes["latchkey.outbox.failed"] = report.failed + report.permanent
+            if !report.isClean { span.setStatus(SpanStatus(code: .error)) }
+            return report
+        }
+    }
+
+    private func drainRecorded(_ options: DrainOptions) async -> DrainReport {
         var report = DrainReport()
         let entries: [OutboxEntry]
         do {
@@ -126,12 +137,16 @@ extension CredentialStore {
             logger.error("outbox entry damaged; left as it is", metadata: ["entry": "\(damaged.id)"])
         }
         let date = now()
+        // What this drain removed, for the depth and age it reports when done.
+        var removed: Set<UUID> = []
         var due = 0
         for entry in entries {
             if let expiry = entry.tokenExpiresAt, expiry <= date {
                 do {
                     try await outbox.removeOutboxEntry(entry.id)
                     logger.debug("outbox entry dropped: its token has expired", metadata: ["entry": "\(entry.id)"])
+                    Telemetry.outboxRevocation(entry.kind, .expired)
+                    removed.insert(entry.id)
                     report.dropped += 1
                 } catch {
                     report.storageError = error
@@ -176,11 +191,14 @@ extension CredentialStore {
                 // Past the time limit: given back at once, not after the claim runs out.
                 try? await outbox.updateOutboxEntry(entry)
             }
-            await record(outcome.results, options: options, into: &report)
+            await record(outcome.results, options: options, into: &report, removed: &removed)
         }
         if due > attempted {
             if outOfTime { report.notDue += due - attempted } else { report.claimedElsewhere += due - attempted }
         }
+        let left = entries.filter { !removed.contains($0.id) }
+        Telemetry.outbox(
+            depth: left.count + report.damaged.count, oldest: left.map(\.createdAt).min(), now: now())
         return report
     }
 
@@ -217,7 +235,8 @@ extension CredentialStore {
 
     /// Removes the entries that were revoked, and sets the next attempt of those that failed.
     private func record(
-        _ results: [(OutboxEntry, ProviderError?)], options: DrainOptions, into report: inout DrainReport
+        _ results: [(OutboxEntry, ProviderError?)], options: DrainOptions, into report: inout DrainReport,
+        removed: inout Set<UUID>
     ) async {
         for (entry, error) in results {
             do {
@@ -237,11 +256,14 @@ extension CredentialStore {
                             "error": "\(error)",
                         ])
                     if updated.failedPermanently { report.permanent += 1 } else { report.failed += 1 }
+                    Telemetry.outboxRevocation(entry.kind, updated.failedPermanently ? .failedPermanently : .failed)
                     report.errors[entry.id] = error
                 } else {
                     try await outbox.removeOutboxEntry(entry.id)
                     logger.debug(
                         "outbox revocation done", metadata: ["entry": "\(entry.id)", "token": "\(entry.kind)"])
+                    Telemetry.outboxRevocation(entry.kind, .revoked)
+                    removed.insert(entry.id)
                     report.revoked += 1
                 }
             } catch {

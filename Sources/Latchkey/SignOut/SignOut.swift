@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Tracing
 
 extension CredentialStore {
     /// Signs accounts out: on this device, or on every device, ending the provider session if
@@ -17,6 +18,19 @@ extension CredentialStore {
     /// ``SignOutPolicy/serverFirst`` a failed server step leaves the account signed in and the
     /// result is `.failed`.
     public func signOut(_ scope: SignOutScope = .current, options: SignOutOptions = .local) async -> SignOutResult {
+        let started = ContinuousClock.now
+        let result = await withSpan(LatchkeyTelemetry.SpanName.signOut) { span in
+            span.attributes["latchkey.sign_out.scope"] = options.global ? "global" : "device"
+            let result = await signOutRecorded(scope, options: options)
+            span.attributes["latchkey.sign_out.outcome"] = result.outcomeWord
+            if case .failed = result { span.setStatus(SpanStatus(code: .error)) }
+            return result
+        }
+        Telemetry.signOut(global: options.global, result, after: ContinuousClock.now - started)
+        return result
+    }
+
+    private func signOutRecorded(_ scope: SignOutScope, options: SignOutOptions) async -> SignOutResult {
         // A sign-out cancelled before it began (the user pressed Cancel) changes nothing.
         if Task.isCancelled {
             return .failed(SignOutError(.cancelled, reason: "The sign-out was cancelled; nothing changed."), [])
