@@ -59,8 +59,15 @@ enum Main {
         #else
             _ = setrlimit(RLIMIT_CORE, &noCore)
         #endif
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        // A shell asking for completions: the account and provider names are read
+        // asynchronously, which only the parser's async entry point runs.
+        if arguments.first == "---completion" {
+            await LatchkeyCommand.main(arguments)
+            return
+        }
         do {
-            var command = try LatchkeyCommand.parseAsRoot(globalOptionsLast(Array(CommandLine.arguments.dropFirst())))
+            var command = try LatchkeyCommand.parseAsRoot(globalOptionsLast(arguments))
             if var asyncCommand = command as? any AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {

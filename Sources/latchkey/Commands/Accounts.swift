@@ -82,7 +82,7 @@ struct Accounts: AsyncParsableCommand {
 struct Use: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Make an account the default.")
     @OptionGroup var global: GlobalOptions
-    @Argument(help: "An account id, username or email.") var account: String
+    @Argument(help: "An account id, username or email.", completion: Completions.accounts) var account: String
 
     func run() async throws {
         let session = try await global.location.openStore()

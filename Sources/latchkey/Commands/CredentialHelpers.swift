@@ -25,7 +25,10 @@ struct CredentialCommand: AsyncParsableCommand {
         }
 
         @OptionGroup var global: GlobalOptions
-        @Option(help: "An account id, username or email; the default account if left out.") var account: String?
+        @Option(
+            help: "An account id, username or email; the default account if left out.", completion: Completions.accounts
+        )
+        var account: String?
         @Option(help: "Which token kubectl sends: id (the default) or access.") var token: Kind = .id
 
         func run() async throws {

@@ -12,7 +12,8 @@ struct Login: AsyncParsableCommand {
     )
 
     @OptionGroup var global: GlobalOptions
-    @Option(help: "The provider (may be left out when only one is configured).") var provider: String?
+    @Option(help: "The provider (may be left out when only one is configured).", completion: Completions.providers)
+    var provider: String?
     @Option(help: "The username, with --password-stdin.") var username: String?
     @Flag(name: .customLong("password-stdin"), help: "Read the password from standard input.") var passwordStdin = false
     @Flag(help: "Sign in through the browser (authorization code with PKCE and a loopback redirect).") var browser =

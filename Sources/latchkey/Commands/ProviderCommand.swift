@@ -184,7 +184,7 @@ struct ProviderCommand: AsyncParsableCommand {
     struct RemoveProvider: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "remove", abstract: "Remove a provider.")
         @OptionGroup var global: GlobalOptions
-        @Argument(help: "The provider's name.") var name: String
+        @Argument(help: "The provider's name.", completion: Completions.providers) var name: String
 
         func run() async throws {
             let home = global.location

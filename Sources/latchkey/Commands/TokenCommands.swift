@@ -7,7 +7,9 @@ struct TokenCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "token", abstract: "Print the account's access token (refreshed if needed) on standard output.")
     @OptionGroup var global: GlobalOptions
-    @Argument(help: "An account id, username or email; the default account if left out.") var account: String?
+    @Argument(
+        help: "An account id, username or email; the default account if left out.", completion: Completions.accounts)
+    var account: String?
 
     func run() async throws {
         // Only go to the network (and retry the outbox) when the token must be refreshed.
@@ -33,7 +35,9 @@ struct TokenCommand: AsyncParsableCommand {
 struct Refresh: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Refresh the account's tokens now.")
     @OptionGroup var global: GlobalOptions
-    @Argument(help: "An account id, username or email; the default account if left out.") var account: String?
+    @Argument(
+        help: "An account id, username or email; the default account if left out.", completion: Completions.accounts)
+    var account: String?
 
     func run() async throws {
         let context = try await global.account(account)
@@ -59,7 +63,9 @@ struct UserInfo: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "userinfo", abstract: "Show the account's claims from the provider.")
     @OptionGroup var global: GlobalOptions
-    @Argument(help: "An account id, username or email; the default account if left out.") var account: String?
+    @Argument(
+        help: "An account id, username or email; the default account if left out.", completion: Completions.accounts)
+    var account: String?
 
     func run() async throws {
         let credential = try await global.account(account).credential
@@ -91,7 +97,9 @@ struct Revoke: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Revoke the account's tokens at the provider (RFC 7009); revoked tokens leave this device.")
     @OptionGroup var global: GlobalOptions
-    @Argument(help: "An account id, username or email; the default account if left out.") var account: String?
+    @Argument(
+        help: "An account id, username or email; the default account if left out.", completion: Completions.accounts)
+    var account: String?
     @Option(name: .customLong("type"), help: "Which tokens.") var type: RevocationScope = .all
 
     func run() async throws {
@@ -141,7 +149,9 @@ struct Remove: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Remove the account from this device only; its tokens stay valid on the server until they expire.")
     @OptionGroup var global: GlobalOptions
-    @Argument(help: "An account id, username or email; the default account if left out.") var account: String?
+    @Argument(
+        help: "An account id, username or email; the default account if left out.", completion: Completions.accounts)
+    var account: String?
 
     func run() async throws {
         let session = try await global.location.openStore()
