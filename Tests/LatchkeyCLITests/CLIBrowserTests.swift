@@ -1,0 +1,114 @@
+import Foundation
+import LatchkeyDevProvider
+import LatchkeyTestSupport
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `latchkey login --browser` in a real browser: headless Chromium, driven over WebDriver, signs
+/// in on the provider's own login page and lands on the CLI's loopback page.
+@Suite("latchkey login in Chromium", .enabled(if: providersRequired || WebDriver.isAvailable))
+struct CLIBrowserTests {
+    @Test("the development provider's login page, in Chromium, to the CLI's page")
+    func devProvider() async throws {
+        let dev = try await DevProvider.start(signingKeys: SharedSigningKeys.get())
+        let device = try Device()
+        defer { device.cleanUp() }
+        let added = try await device.run(
+            "provider", "add", "dev", "--issuer", dev.issuer.absoluteString, "--client-id", "latchkey-cli")
+        #expect(added.status == 0, "\(added.stderr)")
+        try await Self.signIn(on: device, name: "dev-provider", extra: []) { browser in
+            try await browser.type("alice", into: "input[name=username]")
+            try await browser.type("alice-password", into: "input[name=password]")
+            try await browser.click("button[type=submit]")
+        }
+        let accounts = try await device.run("--json", "accounts")
+        #expect((accounts.array.first?["username"] as? String) == "alice")
+        await dev.stop()
+    }
+
+    @Test("Glewlwyd's login web app, in Chromium, to the CLI's page")
+    func glewlwyd() async throws {
+        try await AsyncGate.glewlwyd.run {
+            let environment = try #require(
+                providerEnvironment("glewlwyd", variable: "LATCHKEY_GLEWLWYD_ENV"), "Glewlwyd is not running")
+            let issuer = try #require(environment["issuer"] as? String)
+            #expect(environment["login_page"] != nil, "restart Glewlwyd with the current script")
+            let device = try Device()
+            defer { device.cleanUp() }
+            let added = try await device.run(
+                "provider", "add", "glewlwyd", "--issuer", issuer, "--client-id", "latchkey-cli")
+            #expect(added.status == 0, "\(added.stderr)")
+            // Glewlwyd matches redirect URIs exactly: the test client registers port 8765.
+            try await Self.signIn(on: device, name: "glewlwyd", extra: ["--redirect-port", "8765"]) { browser in
+                try await browser.type("alice", into: "#username")
+                try await browser.type("alice-password", into: "#password")
+                try await browser.click("#loginbut")
+                // Signed in, Glewlwyd asks where to go: on to the application.
+                try await browser.click("button[title='Continue to client application']")
+            }
+            let accounts = try await device.run("--json", "accounts")
+            #expect((accounts.array.first?["email"] as? String) == "alice@example.com")
+        }
+    }
+
+    /// Runs `latchkey login --browser` with a `$BROWSER` that hands the URL over, opens it in
+    /// Chromium, lets `fill` sign in on the provider's page, and checks the CLI's page and exit.
+    static func signIn(
+        on device: Device, name: String, extra: [String], fill: (WebDriver.Session) async throws -> Void
+    ) async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        let opened = folder.file("opened")
+        let browserScript = folder.file("browser")
+        try Data("#!/bin/sh\nprintf '%s' \"$1\" > \(opened).tmp && mv \(opened).tmp \(opened)\n".utf8)
+            .write(to: URL(fileURLWithPath: browserScript))
+        chmod(browserScript, 0o700)
+        let login = try await CLI.start(
+            ["--home", device.path, "login", "--browser", "--timeout", "120"] + extra,
+            environment: ["BROWSER": browserScript])
+
+        let driver = try await WebDriver.start()
+        let browser = try await driver.session()
+        do {
+            let url = try await browser.waitFor("the CLI to open the browser", timeout: .seconds(30)) {
+                try? String(contentsOfFile: opened, encoding: .utf8)
+            }
+            try await browser.navigate(to: url)
+            try await fill(browser)
+            let landed = try await browser.waitFor("the CLI's page", timeout: .seconds(30)) {
+                () async throws -> String? in
+                let current = try await browser.currentURL()
+                return current.hasPrefix("http://127.0.0.1:") && current.contains("/callback") ? current : nil
+            }
+            let text = try await browser.text()
+            #expect(text.contains("Signed in. You can close this window."), "the page said: \(text.prefix(300))")
+            try await Self.keep(try await browser.screenshot(), name: name)
+            #expect(!landed.contains("error="))
+        } catch {
+            // What the browser showed when it went wrong.
+            if let shot = try? await browser.screenshot() { try? await Self.keep(shot, name: "\(name)-failed") }
+            await browser.close()
+            await driver.stop()
+            login.send(signal: SIGTERM)
+            throw error
+        }
+        await browser.close()
+        await driver.stop()
+        let finished = try await login.finish()
+        #expect(finished.status == 0, "\(finished.stderr)")
+    }
+
+    /// Writes the screenshot beside the build and names it in the test log.
+    static func keep(_ png: Data, name: String) async throws {
+        #expect(png.starts(with: [0x89, 0x50, 0x4E, 0x47]), "a PNG")
+        let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent(".build/screenshots")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let file = folder.appendingPathComponent("login-\(name).png")
+        try png.write(to: file)
+        print("screenshot of the final page (\(png.count) bytes): \(file.path)")
+    }
+}
