@@ -3,10 +3,6 @@ import LatchkeyDevProvider
 import LatchkeyTestSupport
 import Testing
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// `latchkey login --browser` in a real browser: headless Chromium, driven over WebDriver, signs
 /// in on the provider's own login page and lands on the CLI's loopback page.
 @Suite("latchkey login in Chromium", .enabled(if: providersRequired || WebDriver.isAvailable))
@@ -61,21 +57,15 @@ struct CLIBrowserTests {
     ) async throws {
         let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
-        let opened = folder.file("opened")
-        let browserScript = folder.file("browser")
-        try Data("#!/bin/sh\nprintf '%s' \"$1\" > \(opened).tmp && mv \(opened).tmp \(opened)\n".utf8)
-            .write(to: URL(fileURLWithPath: browserScript))
-        chmod(browserScript, 0o700)
+        let system = try RecordingBrowser(in: folder)
         let login = try await CLI.start(
             ["--home", device.path, "login", "--browser", "--timeout", "120"] + extra,
-            environment: ["BROWSER": browserScript])
+            environment: ["BROWSER": system.command])
 
         let driver = try await WebDriver.start()
         let browser = try await driver.session()
         do {
-            let url = try await browser.waitFor("the CLI to open the browser", timeout: .seconds(30)) {
-                try? String(contentsOfFile: opened, encoding: .utf8)
-            }
+            let url = try await browser.waitFor("the CLI to open the browser", timeout: .seconds(30)) { system.url }
             try await browser.navigate(to: url)
             try await fill(browser)
             let landed = try await browser.waitFor("the CLI's page", timeout: .seconds(30)) {

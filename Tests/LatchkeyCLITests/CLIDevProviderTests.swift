@@ -327,12 +327,8 @@ struct CLIDevProviderTests {
         }
         _ = try await device.run(
             "provider", "add", "dev", "--issuer", dev.issuer.absoluteString, "--client-id", "latchkey-cli")
-        // A "browser" that writes down the URL it was given.
-        let opened = folder.file("opened")
-        let browser = folder.file("browser")
-        try Data("#!/bin/sh\nprintf '%s' \"$1\" > \(opened).tmp && mv \(opened).tmp \(opened)\n".utf8)
-            .write(to: URL(fileURLWithPath: browser))
-        chmod(browser, 0o700)
+        let recording = try RecordingBrowser(in: folder)
+        let (opened, browser) = (recording.opened, recording.command)
 
         let login = try await CLI.start(
             ["--home", device.path, "login", "--browser", "--timeout", "30"],

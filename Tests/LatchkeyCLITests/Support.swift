@@ -75,3 +75,22 @@ struct Device: Sendable {
 
     func cleanUp() { try? FileManager.default.removeItem(atPath: path) }
 }
+
+/// A `$BROWSER` that writes down the URL it was given instead of opening it.
+struct RecordingBrowser {
+    /// The command to put in `$BROWSER`.
+    let command: String
+    /// Where the URL is written (whole, by a rename).
+    let opened: String
+
+    init(in folder: TemporaryFolder) throws {
+        opened = folder.file("opened")
+        command = folder.file("browser")
+        try Data("#!/bin/sh\nprintf '%s' \"$1\" > \(opened).tmp && mv \(opened).tmp \(opened)\n".utf8)
+            .write(to: URL(fileURLWithPath: command))
+        chmod(command, 0o700)
+    }
+
+    /// The URL the CLI opened, once it did.
+    var url: String? { try? String(contentsOfFile: opened, encoding: .utf8) }
+}
