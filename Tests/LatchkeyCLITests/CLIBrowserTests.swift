@@ -5,7 +5,7 @@ import Testing
 
 /// `latchkey login --browser` in a real browser: headless Chromium, driven over WebDriver, signs
 /// in on the provider's own login page and lands on the CLI's loopback page.
-@Suite("latchkey login in Chromium", .enabled(if: providersRequired || WebDriver.isAvailable))
+@Suite("latchkey login in Chromium", .serialized, .enabled(if: providersRequired || WebDriver.isAvailable))
 struct CLIBrowserTests {
     @Test("the development provider's login page, in Chromium, to the CLI's page")
     func devProvider() async throws {
