@@ -35,7 +35,7 @@ struct ProviderWire: Sendable {
             span.attributes["http.request.method"] = request.method.rawValue
             span.attributes["server.address"] = url.host ?? ""
             if let port = url.port { span.attributes["server.port"] = port }
-            let result = await sendRecorded(kind, request, body: body)
+            let result = await sendUntraced(kind, request, body: body)
             switch result {
             case .success(let answer):
                 let status = answer.response.status.code
@@ -55,7 +55,7 @@ struct ProviderWire: Sendable {
         return try result.get()
     }
 
-    private func sendRecorded(_ kind: EndpointKind, _ request: HTTPRequest, body: Data?) async
+    private func sendUntraced(_ kind: EndpointKind, _ request: HTTPRequest, body: Data?) async
         -> Result<HTTPTransportResponse, ProviderError>
     {
         let answer: HTTPTransportResponse

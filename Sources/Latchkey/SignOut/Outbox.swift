@@ -115,7 +115,7 @@ extension CredentialStore {
     /// Providers must be registered with ``register(_:)``.
     public func drainOutbox(_ options: DrainOptions = DrainOptions()) async -> DrainReport {
         await withSpan(LatchkeyTelemetry.SpanName.drainOutbox) { span in
-            let report = await drainRecorded(options)
+            let report = await drainUntraced(options)
             span.attributes["latchkey.outbox.revoked"] = report.revoked
             span.attributes["latchkey.outbox.failed"] = report.failed + report.permanent
             if !report.isClean { span.setStatus(SpanStatus(code: .error)) }
@@ -123,7 +123,7 @@ extension CredentialStore {
         }
     }
 
-    private func drainRecorded(_ options: DrainOptions) async -> DrainReport {
+    private func drainUntraced(_ options: DrainOptions) async -> DrainReport {
         var report = DrainReport()
         let entries: [OutboxEntry]
         do {

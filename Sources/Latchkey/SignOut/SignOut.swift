@@ -21,7 +21,7 @@ extension CredentialStore {
         let started = ContinuousClock.now
         let result = await withSpan(LatchkeyTelemetry.SpanName.signOut) { span in
             span.attributes["latchkey.sign_out.scope"] = options.global ? "global" : "device"
-            let result = await signOutRecorded(scope, options: options)
+            let result = await signOutUntraced(scope, options: options)
             span.attributes["latchkey.sign_out.outcome"] = result.outcomeWord
             if case .failed = result { span.setStatus(SpanStatus(code: .error)) }
             return result
@@ -30,7 +30,7 @@ extension CredentialStore {
         return result
     }
 
-    private func signOutRecorded(_ scope: SignOutScope, options: SignOutOptions) async -> SignOutResult {
+    private func signOutUntraced(_ scope: SignOutScope, options: SignOutOptions) async -> SignOutResult {
         // A sign-out cancelled before it began (the user pressed Cancel) changes nothing.
         if Task.isCancelled {
             return .failed(SignOutError(.cancelled, reason: "The sign-out was cancelled; nothing changed."), [])
