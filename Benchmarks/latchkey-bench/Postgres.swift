@@ -89,7 +89,8 @@ func postgresFigures(url: String) async throws {
                         for token in tokens[chunk..<min(chunk + 100, entries)] {
                             try await stores[0].outbox.enqueue(
                                 OutboxEntry(
-                                    provider: openID.identity, kind: .refreshToken, token: token, account: "bench",
+                                    provider: openID.identity, action: .revoke(.refreshToken), token: token,
+                                    account: "bench",
                                     tokenExpiresAt: nil, createdAt: Date(), attempts: 1, nextAttemptAt: Date(),
                                     lastError: nil),
                                 limit: .max)

@@ -127,7 +127,7 @@ if runs("provider") {
     for index in 0..<(quick ? 200 : 1_000) {
         try await outboxStore.outbox.enqueue(
             OutboxEntry(
-                provider: provider.identity, kind: .refreshToken, token: "queued-\(index)", account: "bench",
+                provider: provider.identity, action: .revoke(.refreshToken), token: "queued-\(index)", account: "bench",
                 tokenExpiresAt: nil, createdAt: Date(), attempts: 1, nextAttemptAt: Date(), lastError: nil),
             limit: .max)
     }

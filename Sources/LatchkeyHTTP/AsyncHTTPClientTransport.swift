@@ -58,15 +58,35 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         let (whole, overflow) = max(seconds, 0).multipliedReportingOverflow(by: 1_000_000_000)
         let deadline = NIODeadline.now() + .nanoseconds(overflow ? Int64.max / 2 : whole + attoseconds / 1_000_000_000)
         do {
-            let response = try await client.execute(outgoing, deadline: deadline)
-            let bytes = try await response.body.collect(upTo: options.maximumBodySize)
-            var fields = HTTPFields()
-            for header in response.headers {
-                if let name = HTTPField.Name(header.name) { fields.append(HTTPField(name: name, value: header.value)) }
+            // AsyncHTTPClient's deadline ends when the response head arrives; the body is read
+            // under the same deadline here, so a body that trickles in cannot outlast it.
+            let request = outgoing
+            return try await withThrowingTaskGroup(of: HTTPTransportResponse?.self) { group in
+                group.addTask { [client] in
+                    let response = try await client.execute(request, deadline: deadline)
+                    let bytes = try await response.body.collect(upTo: options.maximumBodySize)
+                    var fields = HTTPFields()
+                    for header in response.headers {
+                        if let name = HTTPField.Name(header.name) {
+                            fields.append(HTTPField(name: name, value: header.value))
+                        }
+                    }
+                    let status = HTTPResponse.Status(code: Int(response.status.code))
+                    return HTTPTransportResponse(
+                        response: HTTPResponse(status: status, headerFields: fields),
+                        body: Data(bytes.readableBytesView))
+                }
+                group.addTask {
+                    try await Task.sleep(for: .nanoseconds(max(0, (deadline - NIODeadline.now()).nanoseconds)))
+                    return nil
+                }
+                defer { group.cancelAll() }
+                guard case .some(let answer?) = try await group.next() else {
+                    throw TransportError(
+                        .timedOut, "No whole answer from \(url.host ?? "the server") in time.", underlying: nil)
+                }
+                return answer
             }
-            let status = HTTPResponse.Status(code: Int(response.status.code))
-            return HTTPTransportResponse(
-                response: HTTPResponse(status: status, headerFields: fields), body: Data(bytes.readableBytesView))
         } catch let error as NIOTooManyBytesError {
             throw TransportError(
                 .bodyTooLarge, "The response body is larger than \(options.maximumBodySize) bytes.", underlying: error)
@@ -78,6 +98,8 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
             if error == .cancelled { throw TransportError(.cancelled, "The request was cancelled.", underlying: error) }
             throw TransportError(
                 .connectionFailed, "The connection to \(url.host ?? "the server") failed.", underlying: error)
+        } catch let error as TransportError {
+            throw error
         } catch is CancellationError {
             throw TransportError(.cancelled, "The request was cancelled.")
         } catch {

@@ -62,8 +62,19 @@ enum PostgresSchema {
             )
             """,
             "CREATE INDEX latchkey_outbox_due ON latchkey_outbox (next_attempt_at, created_at)",
-        ]
+        ],
+        [
+            // Latchkey's own state gets columns of its own (it was kept in the application's
+            // tags, where setTags could wipe it; `moveStateOutOfTags` moves it); outbox entries
+            // can wait for another (a sign-out's revocations for its global sign-out).
+            "ALTER TABLE latchkey_credential ADD COLUMN needs_sign_in boolean NOT NULL DEFAULT false",
+            "ALTER TABLE latchkey_credential ADD COLUMN rejected_access_token text",
+            "ALTER TABLE latchkey_outbox ADD COLUMN waits_for text",
+        ],
     ]
+
+    /// The tags earlier versions kept Latchkey's state in.
+    static let legacyStateTags = (needsSignIn: "latchkey.needs-sign-in", rejected: "latchkey.rejected-access-token")
 
     static var currentVersion: Int { migrations.count }
 
@@ -95,6 +106,7 @@ enum PostgresSchema {
                 for migration in migrations[version...] {
                     for statement in migration { try await connection.query(statement, logger: logger) }
                 }
+                if version == 1 { try await moveStateOutOfTags(connection, sealer: sealer, logger: logger) }
                 if version == 0 {
                     try await connection.query(
                         "INSERT INTO latchkey_schema (version) VALUES (\(currentVersion))", logger: logger)
@@ -108,6 +120,37 @@ enum PostgresSchema {
             }
         } catch {
             throw PostgresCredentialStorage.storageError(error, doing: "migrating the schema")
+        }
+    }
+
+    /// Moves the state kept in tags into its columns, sealing each such row again (its metadata
+    /// changes). A row that does not open is left as it is: it is reported as damaged.
+    private static func moveStateOutOfTags(_ connection: PostgresConnection, sealer: Sealer, logger: Logger)
+        async throws
+    {
+        var rows: [PostgresRow] = []
+        for try await row in try await connection.query(
+            """
+            SELECT \(unescaped: PostgresCredentialStorage.credentialColumns) FROM latchkey_credential
+            WHERE tags LIKE '%"latchkey.%'
+            """, logger: logger)
+        {
+            rows.append(row)
+        }
+        for row in rows {
+            guard case .success(var credential) = try PostgresCredentialStorage.sealedCredential(row).open(with: sealer)
+            else { continue }
+            let tags = credential.metadata.tags
+            guard tags[legacyStateTags.needsSignIn] != nil || tags[legacyStateTags.rejected] != nil else { continue }
+            credential.state = CredentialState(
+                needsSignIn: tags[legacyStateTags.needsSignIn] != nil,
+                rejectedAccessToken: tags[legacyStateTags.rejected])
+            credential.metadata.tags[legacyStateTags.needsSignIn] = nil
+            credential.metadata.tags[legacyStateTags.rejected] = nil
+            let sealed = try SealedCredential(credential, sealer: sealer)
+            for try await _ in try await connection.query(
+                try PostgresCredentialStorage.updateQuery(sealed, where: nil), logger: logger)
+            {}
         }
     }
 

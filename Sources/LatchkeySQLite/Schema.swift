@@ -87,8 +87,7 @@ enum Schema {
                     ALTER TABLE credential ADD COLUMN has_access_token INTEGER NOT NULL DEFAULT 0;
                     ALTER TABLE credential ADD COLUMN has_refresh_token INTEGER NOT NULL DEFAULT 0;
                     """)
-            let rows = try Row.fetchAll(
-                db, sql: "SELECT id, metadata, sealed_token, created_at, updated_at, version FROM credential")
+            let rows = try Row.fetchAll(db, sql: "SELECT id, metadata, sealed_token FROM credential")
             for row in rows {
                 guard let id: String = row["id"], let metadataText: String = row["metadata"],
                     let sealed: Data = row["sealed_token"],
@@ -96,18 +95,67 @@ enum Schema {
                     let token = try? JSONDecoder().decode(Token.self, from: plaintext),
                     let metadata = try? JSONDecoder().decode(CredentialMetadata.self, from: Data(metadataText.utf8))
                 else { continue }  // damaged: left as it is, reported when read
-                let credential = StoredCredential(
-                    id: CredentialID(rawValue: id), token: token, metadata: metadata,
-                    createdAt: Date(timeIntervalSinceReferenceDate: row["created_at"]),
-                    updatedAt: Date(timeIntervalSinceReferenceDate: row["updated_at"]), version: row["version"])
-                try CredentialRecord(credential, sealer: sealer).update(db)
+                try db.execute(
+                    sql: """
+                        UPDATE credential SET name = ?, client_id = ?, tags = ?, access_token_expires_at = ?,
+                            has_access_token = ?, has_refresh_token = ?
+                        WHERE id = ?
+                        """,
+                    arguments: [
+                        metadata.name, metadata.clientID, SealedCredential.tagsText(metadata.tags),
+                        token.accessToken == nil ? nil : token.expiresAt?.timeIntervalSinceReferenceDate,
+                        token.accessToken != nil, token.refreshToken != nil, id,
+                    ])
             }
         },
         { db, _ in
             // Drainers sharing the file claim entries, so that one revocation is sent once.
             try db.execute(sql: "ALTER TABLE outbox ADD COLUMN claimed_until REAL")
         },
+        { db, sealer in
+            // Latchkey's own state gets columns of its own (it was kept in the application's
+            // tags, where setTags could wipe it); outbox entries can wait for another (a
+            // sign-out's revocations for its global sign-out); a lease row names its holder's
+            // process start, so a reused pid is not taken for the holder.
+            try db.execute(
+                sql: """
+                    ALTER TABLE credential ADD COLUMN needs_sign_in INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE credential ADD COLUMN rejected_access_token TEXT;
+                    ALTER TABLE outbox ADD COLUMN waits_for TEXT;
+                    ALTER TABLE refresh_lease ADD COLUMN started INTEGER NOT NULL DEFAULT 0;
+                    """)
+            try moveStateOutOfTags(db, sealer: sealer)
+        },
     ]
+
+    /// The tags earlier versions kept Latchkey's state in.
+    private static let legacyStateTags = (
+        needsSignIn: "latchkey.needs-sign-in", rejected: "latchkey.rejected-access-token"
+    )
+
+    /// Moves the state kept in tags into its columns, sealing each such row again (its metadata
+    /// changes). A row that does not open is left as it is: it is reported as damaged.
+    private static func moveStateOutOfTags(_ db: Database, sealer: Sealer) throws {
+        let tagged = try Row.fetchAll(
+            db,
+            sql: "SELECT \(SQL.list(SealedCredential.columns)) FROM credential WHERE tags LIKE '%\"latchkey.%'")
+        for row in tagged {
+            guard case .success(var credential) = try SealedCredential(row: row).open(with: sealer) else { continue }
+            let tags = credential.metadata.tags
+            guard tags[legacyStateTags.needsSignIn] != nil || tags[legacyStateTags.rejected] != nil else { continue }
+            credential.state = CredentialState(
+                needsSignIn: tags[legacyStateTags.needsSignIn] != nil,
+                rejectedAccessToken: tags[legacyStateTags.rejected])
+            credential.metadata.tags[legacyStateTags.needsSignIn] = nil
+            credential.metadata.tags[legacyStateTags.rejected] = nil
+            let sealed = try SealedCredential(credential, sealer: sealer)
+            var arguments = sealed.arguments
+            arguments += [sealed.id]
+            try db.execute(
+                sql: "UPDATE credential SET \(SQL.assignments(SealedCredential.columns)) WHERE id = ?",
+                arguments: arguments)
+        }
+    }
 
     /// Seals every credential, outbox entry and the default marker again, bound as version 4
     /// binds them. A row that does not open with the old binding is left as it is: it is

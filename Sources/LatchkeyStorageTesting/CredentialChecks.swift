@@ -103,75 +103,6 @@ enum CredentialChecks {
         #expect(error?.code == .credentialNotFound)
         #expect(try await storage.defaultCredentialID() == nil)
     }
-
-    static func refreshLease(_ storage: Storage) async throws {
-        let alice = ContractFixtures.credential("alice")
-        let bob = ContractFixtures.credential("bob", created: 1)
-        try await storage.insert(alice)
-        try await storage.insert(bob)
-        let tracker = LeaseTracker()
-        try await withThrowingTaskGroup { group in
-            for index in 0..<12 {
-                let id = index.isMultiple(of: 2) ? alice.id : bob.id
-                group.addTask {
-                    try await storage.withRefreshLease(for: id, duration: .seconds(30)) {
-                        await tracker.enter(id)
-                        try? await Task.sleep(for: .milliseconds(15))
-                        await tracker.leave(id)
-                    }
-                }
-            }
-            try await group.waitForAll()
-        }
-        // Never two holders of one credential's lease at once; the two credentials' leases are
-        // independent, so both were held at the same time at some point.
-        #expect(await tracker.peakPerCredential == 1)
-        #expect(await tracker.peakOverall == 2)
-        #expect(await tracker.entries == 12)
-        // A released lease can be taken again at once.
-        #expect(try await storage.withRefreshLease(for: alice.id, duration: .seconds(30)) { "free" } == "free")
-    }
-}
-
-/// Counts who is inside a lease at the same time.
-extension CredentialChecks {
-    /// Backends that wait for a lease in rounds (a lock timeout, a poll) must not let a waiter in
-    /// when its round ends while the holder is still inside.
-    static func slowLeaseHolder(_ storage: Storage) async throws {
-        let alice = ContractFixtures.credential("alice")
-        try await storage.insert(alice)
-        let tracker = LeaseTracker()
-        try await withThrowingTaskGroup { group in
-            for _ in 0..<3 {
-                group.addTask {
-                    try await storage.withRefreshLease(for: alice.id, duration: .seconds(30)) {
-                        await tracker.enter(alice.id)
-                        try? await Task.sleep(for: .milliseconds(1_200))
-                        await tracker.leave(alice.id)
-                    }
-                }
-            }
-            try await group.waitForAll()
-        }
-        #expect(await tracker.peakPerCredential == 1)
-        #expect(await tracker.entries == 3)
-    }
-}
-
-actor LeaseTracker {
-    private var inside: [CredentialID: Int] = [:]
-    private(set) var peakPerCredential = 0
-    private(set) var peakOverall = 0
-    private(set) var entries = 0
-
-    func enter(_ id: CredentialID) {
-        inside[id, default: 0] += 1
-        entries += 1
-        peakPerCredential = max(peakPerCredential, inside[id, default: 0])
-        peakOverall = max(peakOverall, inside.values.filter { $0 > 0 }.count)
-    }
-
-    func leave(_ id: CredentialID) { inside[id, default: 0] -= 1 }
 }
 
 /// The checks of `OutboxStorage`.
@@ -241,5 +172,31 @@ enum OutboxChecks {
         #expect(Set(takenOver.map(\.id)) == Set(due.map(\.id)))
         // Claims change nothing in the listing.
         #expect(try await storage.outboxEntries().count == 4)
+    }
+
+    static func waitingEntries(_ storage: Storage) async throws {
+        let now = Date(timeIntervalSince1970: 1_800_000_100)
+        let global = ContractFixtures.entry("SECRET-GLOBAL", due: 10)
+        var revocation = ContractFixtures.entry("SECRET-REVOKE", due: 0)
+        revocation.waitsFor = global.id
+        try await storage.enqueue(revocation, limit: 10)
+        try await storage.enqueue(global, limit: 10)
+        #expect(try await storage.outboxEntries().first { $0.id == revocation.id }?.waitsFor == global.id)
+        // The entry it waits for first, though it is due later; the waiting one not at all.
+        let first = try await storage.claimOutboxEntries(dueBy: now, limit: 10, now: now, for: .seconds(60))
+        #expect(first.map(\.id) == [global.id])
+        // Once that one failed for good, the waiting one goes on its own.
+        var failed = global
+        failed.failedPermanently = true
+        try await storage.updateOutboxEntry(failed)
+        let second = try await storage.claimOutboxEntries(dueBy: now, limit: 10, now: now, for: .seconds(60))
+        #expect(second.map(\.id) == [revocation.id])
+        // Once it is gone too.
+        var again = revocation
+        again.attempts = 2
+        again.waitsFor = ContractFixtures.entry("SECRET-GONE").id
+        try await storage.updateOutboxEntry(again)
+        let third = try await storage.claimOutboxEntries(dueBy: now, limit: 10, now: now, for: .seconds(60))
+        #expect(third.map(\.id) == [revocation.id])
     }
 }

@@ -37,7 +37,7 @@ public enum StorageContract {
     }
 
     /// Every check.
-    public static var checks: [Check] { credentialChecks + outboxChecks }
+    public static var checks: [Check] { credentialChecks + leaseChecks + outboxChecks }
 
     /// The checks of ``CredentialStorage``.
     public static let credentialChecks: [Check] = [
@@ -50,11 +50,23 @@ public enum StorageContract {
         Check(
             name: "deleting the default clears it; deleting another keeps it", body: CredentialChecks.deleteAndDefault),
         Check(name: "setting the default, even to nil, removes nothing", body: CredentialChecks.defaultAssignment),
+    ]
+
+    /// The checks of the credential lease: each rule of `LeaseTerms`, with a clock the checks
+    /// move by hand.
+    public static let leaseChecks: [Check] = [
         Check(
-            name: "the refresh lease admits one holder at a time, per credential", body: CredentialChecks.refreshLease),
+            name: "the lease admits one holder per credential at a time; credentials do not wait for each other",
+            body: LeaseChecks.oneHolderAtATime),
         Check(
-            name: "a lease held longer than a second still keeps the others out", body: CredentialChecks.slowLeaseHolder
-        ),
+            name: "a holder that is still working keeps the lease however far the clock moves",
+            body: LeaseChecks.keptWhileWorking),
+        Check(name: "a waiter can be cancelled and holds nothing", body: LeaseChecks.cancellableWaiter),
+        Check(
+            name: "a holder whose task is cancelled releases the lease when its body returns",
+            body: LeaseChecks.releasedAfterCancellation),
+        Check(
+            name: "the holder reads and writes through its access by compare-and-swap", body: LeaseChecks.access),
     ]
 
     /// The checks of ``OutboxStorage``.
@@ -64,6 +76,9 @@ public enum StorageContract {
         Check(name: "the outbox holds at most its limit; a permanent failure is kept", body: OutboxChecks.limit),
         Check(
             name: "drainers claim due entries one at a time until an update or a timeout", body: OutboxChecks.claims),
+        Check(
+            name: "an entry that waits for another is claimed once that one is gone or failed for good",
+            body: OutboxChecks.waitingEntries),
     ]
 }
 
@@ -86,7 +101,7 @@ enum ContractFixtures {
 
     static func entry(_ token: String, due: TimeInterval = 0) -> OutboxEntry {
         OutboxEntry(
-            provider: provider, kind: .refreshToken, token: token, account: "alice", tokenExpiresAt: nil,
+            provider: provider, action: .revoke(.refreshToken), token: token, account: "alice", tokenExpiresAt: nil,
             createdAt: Date(timeIntervalSince1970: 1_800_000_000), attempts: 1,
             nextAttemptAt: Date(timeIntervalSince1970: 1_800_000_000 + due), lastError: "offline")
     }

@@ -68,7 +68,7 @@ func openStore(_ client: PostgresClient) async throws -> CredentialStore {
     // Stretched with the tests' other timeouts under the thread sanitizer.
     let slowdown = ProcessInfo.processInfo.environment["LATCHKEY_TEST_SLOWDOWN"].flatMap(Double.init) ?? 1
     let storage = try await PostgresCredentialStorage.open(
-        client: client, key: SQLiteCredentialStorage.readKey(fromFile: keyFile), timeout: .seconds(60 * slowdown))
+        client: client, key: StoreKey.read(fromFile: keyFile), timeout: .seconds(60 * slowdown))
     return CredentialStore(storage: storage)
 }
 

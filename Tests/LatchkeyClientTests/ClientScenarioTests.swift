@@ -127,7 +127,7 @@ struct ClientScenarioTests {
             #expect(error?.isRetryable == false)
             let stored = try await credential.stored()
             #expect(stored.token.refreshToken == token.refreshToken)
-            #expect(stored.metadata.tags[Credential.needsSignInTag] == "true")
+            #expect(stored.state.needsSignIn == true)
         }
     }
 

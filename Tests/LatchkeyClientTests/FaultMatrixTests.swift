@@ -103,7 +103,7 @@ struct FaultMatrixTests {
         let step = result.steps.first { $0.kind.description == stepName }
         try await Self.expect(
             result, fails: testCase.fails, policy: testCase.policy, store: store, step: step,
-            queued: testCase.step == .revoke)
+            queued: testCase.step != .refresh)
         if testCase.fails {
             #expect(step?.isRetryable == true || testCase.fault == .malformed || testCase.fault == .oversized)
             #expect(step?.reason?.text.contains(token.refreshToken ?? "-") == false)
@@ -198,7 +198,8 @@ extension FaultMatrixTests {
 
     /// The outcome a fault at one step must have: complete when the step did not fail; still
     /// signed in under `serverFirst`; signed out here and partial under `alwaysLocal`, the step
-    /// queued when it is one the outbox takes.
+    /// queued when it is a server step (a revocation, the global sign-out, the end of the
+    /// session: every one the outbox takes).
     static func expect(
         _ result: SignOutResult, fails: Bool, policy: SignOutPolicy, store: CredentialStore, step: SignOutStep?,
         queued: Bool

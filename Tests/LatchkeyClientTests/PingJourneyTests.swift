@@ -239,8 +239,8 @@ struct PingJourneyTests {
         }
         #expect(steps.contains { $0.kind == .sessionLogout && $0.status == .queued })
         #expect(try await setup.store.all().isEmpty)
-        let queued = Set(try await setup.store.outboxEntries().map(\.kind))
-        #expect(queued == [.accessToken, .refreshToken, .sessionToken])
+        let queued = Set(try await setup.store.outboxEntries().map(\.action))
+        #expect(queued == [.revoke(.accessToken), .revoke(.refreshToken), .revoke(.sessionToken)])
 
         setup.dev.faults.isOffline = false
         let report = await setup.store.drainOutbox(DrainOptions(includeNotDue: true))
@@ -287,7 +287,7 @@ struct PingJourneyTests {
         } catch {
             #expect(error.requiresSignIn)
         }
-        #expect(try await credential.stored().metadata.tags[Credential.needsSignInTag] == "true")
+        #expect(try await credential.stored().state.needsSignIn == true)
     }
 
     @Test("an ended OIDC session ends its SSO session too, as AM's end-session does")

@@ -147,10 +147,13 @@ struct SignOutTests {
         }
     }
 
-    @Test("4. global sign-out with no network: server-first keeps the tokens; always-local queues them")
+    @Test(
+        "4. global sign-out with no network: server-first keeps the tokens; always-local queues the global sign-out, which reaches the other device once the network is back"
+    )
     func offlineGlobal() async throws {
         try await withDevices { devices in
             let credential = try await devices.signIn(devices.a)
+            let other = try await devices.signIn(devices.b)
             _ = try await devices.provider.metadata()
             devices.dev.faults.isOffline = true
             var options = SignOutOptions.global
@@ -171,9 +174,31 @@ struct SignOutTests {
                 return
             }
             #expect(try await devices.a.all().isEmpty)
-            #expect(status(relaxed, "global-signout") == .failed)
+            #expect(status(relaxed, "global-signout") == .queued)
             #expect(status(relaxed, "revoke-refresh-token") == .queued)
-            #expect(try await devices.a.outboxEntries().count == 3)
+            // The global sign-out and this device's three revocations, which wait for it.
+            let queued = try await devices.a.outboxEntries()
+            #expect(queued.count == 4)
+            let global = try #require(queued.first { $0.action == .globalSignOut })
+            #expect(queued.filter { $0.waitsFor == global.id }.count == 3)
+
+            // The network is back: the drain sends the global sign-out, and the other device is
+            // signed out everywhere: its tokens are dead, its next call and its refresh fail.
+            let otherToken = try await other.token
+            devices.dev.faults.isOffline = false
+            #expect(try await devices.inspector.introspect(otherToken.refreshToken ?? "", kind: .refreshToken).active)
+            let report = await devices.a.drainOutbox(DrainOptions(includeNotDue: true))
+            #expect(report.isClean, "\(report)")
+            #expect(report.revoked == 4)
+            #expect(try await devices.a.outboxEntries().isEmpty)
+            #expect(
+                try await devices.inspector.introspect(otherToken.accessToken ?? "", kind: .accessToken).active == false
+            )
+            #expect(
+                try await devices.inspector.introspect(otherToken.refreshToken ?? "", kind: .refreshToken).active
+                    == false)
+            let call = await #expect(throws: ProviderError.self) { _ = try await other.userInfo() }
+            #expect(call?.requiresSignIn == true)
         }
     }
 
@@ -337,7 +362,7 @@ struct SignOutTests {
             // Retry-After: 120 counts from when the answer came, whatever the machine's load.
             #expect(
                 entries.allSatisfy { $0.nextAttemptAt.timeIntervalSince(signOutStarted) >= 119.999 },
-                "\(entries.map { "\($0.kind): \($0.nextAttemptAt.timeIntervalSince(signOutStarted))" })")
+                "\(entries.map { "\($0.action): \($0.nextAttemptAt.timeIntervalSince(signOutStarted))" })")
             #expect(entries.allSatisfy { !$0.description.contains(token.refreshToken ?? "-") })
             #expect(try await reopened.all().isEmpty)
             let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
@@ -387,7 +412,7 @@ struct SignOutTests {
             #expect(await devices.a.drainOutbox().dropped == 1)
             clock.advance(3 * 365 * 86_400)
             #expect(await devices.a.drainOutbox().dropped == 0)
-            #expect(try await devices.a.outboxEntries().map(\.kind) == [.deviceSecret])
+            #expect(try await devices.a.outboxEntries().map(\.action) == [.revoke(.deviceSecret)])
         }
     }
 
@@ -482,7 +507,7 @@ struct SignOutTests {
             devices.dev.faults.isOffline = true
             _ = await store.signOut(.current)
             devices.dev.faults.isOffline = false
-            let victim = try #require(try await store.outboxEntries().first { $0.kind == .deviceSecret })
+            let victim = try #require(try await store.outboxEntries().first { $0.action == .revoke(.deviceSecret) })
             let sqlite = try await ChildProcess.run(
                 URL(fileURLWithPath: "/usr/bin/sqlite3"),
                 [path, "UPDATE outbox SET issuer = 'https://attacker.example' WHERE id = '\(victim.id)'"])

@@ -71,7 +71,7 @@ struct FleetTests {
             return answer
         }
         #expect(rows == 1)
-        #expect(version == 1)
+        #expect(version == 2)
     }
 
     @Test("4 instances × 250 callers of one expired credential make one refresh request")
@@ -110,7 +110,7 @@ struct FleetTests {
                     for token in tokens[chunk..<min(chunk + 500, tokens.count)] {
                         try await storage.enqueue(
                             OutboxEntry(
-                                provider: provider, kind: .refreshToken, token: token, account: "alice",
+                                provider: provider, action: .revoke(.refreshToken), token: token, account: "alice",
                                 tokenExpiresAt: nil, createdAt: Date(), attempts: 1, nextAttemptAt: Date(),
                                 lastError: "offline"),
                             limit: .max)

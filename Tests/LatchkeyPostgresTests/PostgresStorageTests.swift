@@ -55,7 +55,7 @@ struct PostgresStorageTests {
         #expect(error?.code == .unsupportedSchema)
         #expect(error?.description.contains("99") == true)
         try await PostgresServer.withClient(url) { client in
-            try await client.query("UPDATE latchkey_schema SET version = 1")
+            try await client.query("UPDATE latchkey_schema SET version = 2")
         }
         try await PostgresServer.withStore(key: key, url: url) { store, _, _ in
             let reread = try await store.credential(for: stored.id)
@@ -97,7 +97,7 @@ struct PostgresStorageTests {
             let stored = try await store.add(Fixtures.token("alice"), accountClaims: Fixtures.claims("alice"))
             _ = try await store.setTags(["team": "blue"], for: stored.id)
             let entry = OutboxEntry(
-                provider: stored.token.provider, kind: .refreshToken, token: "QUEUED-SECRET-\(UUID())",
+                provider: stored.token.provider, action: .revoke(.refreshToken), token: "QUEUED-SECRET-\(UUID())",
                 account: "alice", tokenExpiresAt: nil, createdAt: Date(), attempts: 1, nextAttemptAt: Date(),
                 lastError: nil)
             try await storage.enqueue(entry, limit: 10)

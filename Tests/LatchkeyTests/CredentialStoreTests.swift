@@ -207,7 +207,7 @@ struct CredentialStoreTests {
             var bobToken = Fixtures.token(user: "bob")
             bobToken.refreshToken = nil
             let bob = try await store.add(bobToken)
-            try await store.setTags(["latchkey.needs-sign-in": "true"], for: bob.id)
+            try await store.update(bob.id) { $0.state.needsSignIn = true }
             let accounts = try await store.accounts()
             #expect(accounts.map(\.id) == [alice.id, bob.id])
             #expect(accounts.first?.metadata == alice.metadata)
@@ -216,6 +216,26 @@ struct CredentialStoreTests {
             #expect(accounts.last?.hasRefreshToken == false)
             #expect(accounts.last?.needsSignIn == true)
             #expect(try await store.find(where: { $0.tags["team"] == "blue" }).map(\.id) == [alice.id])
+        }
+    }
+
+    @Test("setTags refuses Latchkey's own prefix and never wipes Latchkey's state", arguments: Backend.allCases)
+    func reservedTags(backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let alice = try await store.add(Fixtures.token(user: "alice"), tags: ["team": "blue"])
+            try await store.update(alice.id) { $0.state.needsSignIn = true }
+            let error = await #expect(throws: StorageError.self) {
+                try await store.setTags(["latchkey.needs-sign-in": "false"], for: alice.id)
+            }
+            #expect(error?.code == .reservedTag)
+            await #expect(throws: StorageError.self) {
+                try await store.add(Fixtures.token(user: "bob"), tags: ["latchkey.anything": "x"])
+            }
+            try await store.setTags(["team": "red"], for: alice.id)
+            let stored = try #require(try await store.credential(for: alice.id))
+            #expect(stored.metadata.tags == ["team": "red"])
+            #expect(stored.state.needsSignIn)
+            #expect(try await store.accounts().first?.needsSignIn == true)
         }
     }
 }

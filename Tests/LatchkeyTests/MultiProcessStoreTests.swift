@@ -124,7 +124,9 @@ struct MultiProcessStoreTests {
         holder.send(signal: SIGKILL)
         #expect(try await holder.finish().status == SIGKILL)
         // The dead holder took the lease for 600 s; waiting that long would break the time limit.
-        let taken = try await store.storage.withRefreshLease(for: id, duration: .seconds(30)) { true }
+        let taken = try await store.storage.withCredentialLease(for: id, terms: LeaseTerms(duration: .seconds(30))) {
+            _ in true
+        }
         #expect(taken)
     }
 

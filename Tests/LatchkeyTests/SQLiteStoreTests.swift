@@ -302,7 +302,7 @@ struct SQLiteStoreTests {
         let bob = try await store.add(Fixtures.token(user: "bob"))
         try await store.setDefault(bob.id)
         let entry = OutboxEntry(
-            provider: Fixtures.provider, kind: .refreshToken, token: "SECRET-QUEUED", account: "alice",
+            provider: Fixtures.provider, action: .revoke(.refreshToken), token: "SECRET-QUEUED", account: "alice",
             tokenExpiresAt: nil, createdAt: Date(timeIntervalSince1970: 1_800_000_000), attempts: 1,
             nextAttemptAt: Date(timeIntervalSince1970: 1_800_000_000), lastError: nil)
         try await store.outbox.enqueue(entry, limit: 10)
@@ -328,6 +328,15 @@ struct SQLiteStoreTests {
                 ])
             try db.execute(
                 sql: "UPDATE setting SET value = ? WHERE name = 'default_credential'", arguments: [bob.id.rawValue])
+            // Versions before 7 kept Latchkey's state in the application's tags.
+            var tagged = alice.metadata
+            tagged.tags = ["latchkey.needs-sign-in": "true", "latchkey.rejected-access-token": "0011", "team": "blue"]
+            try db.execute(
+                sql: "UPDATE credential SET metadata = ? WHERE id = ?",
+                arguments: [String(decoding: try JSONEncoder().encode(tagged), as: UTF8.self), alice.id.rawValue])
+            try db.execute(sql: "ALTER TABLE outbox DROP COLUMN waits_for")
+            try db.execute(sql: "ALTER TABLE credential DROP COLUMN needs_sign_in")
+            try db.execute(sql: "ALTER TABLE credential DROP COLUMN rejected_access_token")
             try db.execute(sql: "ALTER TABLE outbox DROP COLUMN failed_permanently")
             try db.execute(sql: "ALTER TABLE outbox DROP COLUMN claimed_until")
             try db.execute(sql: "ALTER TABLE credential DROP COLUMN version")
@@ -344,11 +353,18 @@ struct SQLiteStoreTests {
         let upgraded = try await CredentialStore.sqlite(at: path, key: .key(key))
         #expect(try await upgraded.damagedRecords().isEmpty)
         #expect(try await upgraded.all().map(\.token) == [alice.token, bob.token])
+        // The state moved out of the tags into its own fields; the application's tag stayed.
+        let migrated = try #require(try await upgraded.credential(for: alice.id))
+        #expect(migrated.state == CredentialState(needsSignIn: true, rejectedAccessToken: "0011"))
+        #expect(migrated.metadata.tags == ["team": "blue"])
+        #expect(try await upgraded.accounts().first?.needsSignIn == true)
+        var expected = alice.metadata
+        expected.tags = ["team": "blue"]
         #expect(try await upgraded.default?.id == bob.id)
         #expect(try await upgraded.outboxEntries().map(\.token) == ["SECRET-QUEUED"])
         #expect(try await upgraded.all().allSatisfy { $0.version == 1 })
         #expect(
-            try await upgraded.accounts().map(\.metadata) == [alice.metadata, bob.metadata], "listing columns filled")
+            try await upgraded.accounts().map(\.metadata) == [expected, bob.metadata], "listing columns filled")
         #expect(try await upgraded.accounts().allSatisfy { $0.hasRefreshToken && $0.accessTokenExpiresAt != nil })
     }
 
@@ -440,7 +456,7 @@ struct SQLiteStoreTests {
         try await store.setDefault(alice.id)
         try await store.outbox.enqueue(
             OutboxEntry(
-                provider: Fixtures.provider, kind: .refreshToken, token: "SECRET-QUEUED", account: "alice",
+                provider: Fixtures.provider, action: .revoke(.refreshToken), token: "SECRET-QUEUED", account: "alice",
                 tokenExpiresAt: nil, createdAt: Date(), attempts: 1, nextAttemptAt: Date(), lastError: nil),
             limit: 10)
         let oldKey = try #require(FileManager.default.contents(atPath: path + ".key"))

@@ -33,7 +33,7 @@ do {
         let id = CredentialID(rawValue: arguments[3])
         let label = "\(getpid())"
         for round in 0..<count {
-            try await store.storage.withRefreshLease(for: id, duration: .seconds(30)) {
+            try await store.storage.withCredentialLease(for: id, terms: LeaseTerms(duration: .seconds(30))) { _ in
                 say("enter \(Date().timeIntervalSince1970)")
                 try? await Task.sleep(for: .milliseconds(20))
                 say("leave \(Date().timeIntervalSince1970)")
@@ -43,7 +43,8 @@ do {
     case "hold":
         guard arguments.count == 4 else { fail("usage: latchkey-store-worker hold PATH ID") }
         let store = try await CredentialStore.sqlite(at: arguments[2])
-        try await store.storage.withRefreshLease(for: CredentialID(rawValue: arguments[3]), duration: .seconds(600)) {
+        let id = CredentialID(rawValue: arguments[3])
+        try await store.storage.withCredentialLease(for: id, terms: LeaseTerms(duration: .seconds(600))) { _ in
             say("holding")
             while true { try? await Task.sleep(for: .seconds(60)) }
         }
@@ -63,7 +64,7 @@ do {
             say("committed \(credential.id)")
             // An outbox entry too, so the tests can check that queued revocations survive as well.
             let entry = OutboxEntry(
-                provider: token.provider, kind: .refreshToken, token: "rt-\(label)-\(index)", account: label,
+                provider: token.provider, action: .revoke(.refreshToken), token: "rt-\(label)-\(index)", account: label,
                 tokenExpiresAt: nil, createdAt: Date(), attempts: 1, nextAttemptAt: Date(), lastError: nil)
             try await store.outbox.enqueue(entry, limit: .max)
             say("queued \(entry.id.uuidString)")

@@ -14,9 +14,16 @@ public final class TestClock: LatchkeyClock {
         public static func < (left: Instant, right: Instant) -> Bool { left.offset < right.offset }
     }
 
+    private struct Sleeper {
+        var id: UInt64
+        var deadline: Instant
+        var continuation: CheckedContinuation<Void, any Error>
+    }
+
     private struct State {
         var now = Instant(offset: .zero)
-        var sleepers: [(deadline: Instant, continuation: CheckedContinuation<Void, any Error>)] = []
+        var sleepers: [Sleeper] = []
+        var nextID: UInt64 = 0
     }
 
     private let state = Mutex(State())
@@ -35,14 +42,35 @@ public final class TestClock: LatchkeyClock {
             Double(offset.components.seconds) + Double(offset.components.attoseconds) / 1e18)
     }
 
+    /// Sleeps until the clock is moved past `deadline`; a cancelled sleeper wakes at once with
+    /// `CancellationError`, as the system's clocks do.
     public func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
-        try await withCheckedThrowingContinuation { continuation in
-            let due = state.withLock { state -> Bool in
-                if deadline <= state.now { return true }
-                state.sleepers.append((deadline, continuation))
-                return false
+        let id = state.withLock { state -> UInt64 in
+            state.nextID += 1
+            return state.nextID
+        }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                // Checked under the lock the cancellation handler takes, so a cancellation either
+                // finds the sleeper or is seen here.
+                let wake = state.withLock { state -> Bool? in
+                    if Task.isCancelled { return false }
+                    if deadline <= state.now { return true }
+                    state.sleepers.append(Sleeper(id: id, deadline: deadline, continuation: continuation))
+                    return nil
+                }
+                switch wake {
+                case true?: continuation.resume()
+                case false?: continuation.resume(throwing: CancellationError())
+                case nil: break
+                }
             }
-            if due { continuation.resume() }
+        } onCancel: {
+            let cancelled = state.withLock { state -> Sleeper? in
+                guard let index = state.sleepers.firstIndex(where: { $0.id == id }) else { return nil }
+                return state.sleepers.remove(at: index)
+            }
+            cancelled?.continuation.resume(throwing: CancellationError())
         }
     }
 

@@ -15,11 +15,13 @@ public struct AccountSummary: Sendable, Hashable, Identifiable {
     public var hasRefreshToken: Bool
     /// When the credential was first stored.
     public var createdAt: Date
+    /// Whether the account's refresh token was rejected: it must sign in again.
+    public var needsSignIn: Bool
 
     /// Creates a summary.
     public init(
         id: CredentialID, metadata: CredentialMetadata, accessTokenExpiresAt: Date?, hasAccessToken: Bool,
-        hasRefreshToken: Bool, createdAt: Date
+        hasRefreshToken: Bool, createdAt: Date, needsSignIn: Bool = false
     ) {
         self.id = id
         self.metadata = metadata
@@ -27,6 +29,7 @@ public struct AccountSummary: Sendable, Hashable, Identifiable {
         self.hasAccessToken = hasAccessToken
         self.hasRefreshToken = hasRefreshToken
         self.createdAt = createdAt
+        self.needsSignIn = needsSignIn
     }
 
     /// The summary of a stored credential.
@@ -35,9 +38,6 @@ public struct AccountSummary: Sendable, Hashable, Identifiable {
             id: credential.id, metadata: credential.metadata,
             accessTokenExpiresAt: credential.token.accessToken == nil ? nil : credential.token.expiresAt,
             hasAccessToken: credential.token.accessToken != nil, hasRefreshToken: credential.token.refreshToken != nil,
-            createdAt: credential.createdAt)
+            createdAt: credential.createdAt, needsSignIn: credential.state.needsSignIn)
     }
-
-    /// Whether the account's refresh token was rejected: it must sign in again.
-    public var needsSignIn: Bool { metadata.tags[Credential.needsSignInTag] != nil }
 }

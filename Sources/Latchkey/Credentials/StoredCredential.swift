@@ -10,6 +10,9 @@ public struct StoredCredential: Sendable, Hashable, Identifiable, CustomStringCo
     public var token: Token
     /// The account metadata and the application's tags.
     public var metadata: CredentialMetadata
+    /// What Latchkey itself keeps about the credential: whether it must sign in again, and the
+    /// access token a resource server rejected. Only Latchkey changes it.
+    public package(set) var state: CredentialState
     /// When the credential was first stored.
     public var createdAt: Date
     /// When the credential was last changed.
@@ -21,14 +24,15 @@ public struct StoredCredential: Sendable, Hashable, Identifiable, CustomStringCo
     /// swap), so nothing is ever written back from a stale read.
     public var version: Int
 
-    /// Creates a stored credential from its parts.
+    /// Creates a stored credential from its parts (a storage backend reading its record, say).
     public init(
-        id: CredentialID, token: Token, metadata: CredentialMetadata, createdAt: Date, updatedAt: Date,
-        version: Int = 1
+        id: CredentialID, token: Token, metadata: CredentialMetadata, state: CredentialState = CredentialState(),
+        createdAt: Date, updatedAt: Date, version: Int = 1
     ) {
         self.id = id
         self.token = token
         self.metadata = metadata
+        self.state = state
         self.createdAt = createdAt
         self.updatedAt = updatedAt
         self.version = version
@@ -37,4 +41,25 @@ public struct StoredCredential: Sendable, Hashable, Identifiable, CustomStringCo
     public var description: String {
         "StoredCredential(id: \(id), account: \(metadata.displayName ?? "unknown"), \(token))"
     }
+}
+
+/// What Latchkey keeps about a credential beside its tokens and the application's tags, in
+/// fields (and storage columns) of its own: the application's tags can never overwrite it.
+public struct CredentialState: Sendable, Hashable, Codable {
+    /// The provider rejected the refresh token: the account must sign in again. Cleared by the
+    /// next refresh that succeeds.
+    public var needsSignIn: Bool
+    /// A fingerprint of the access token a resource server rejected (half of its SHA-256 in
+    /// hex; the token cannot be found from it): the next ``Credential/accessToken(minimumValidity:)``
+    /// refreshes. Cleared by the refresh.
+    public var rejectedAccessToken: String?
+
+    /// Creates a state; the default is a credential nothing is known against.
+    public init(needsSignIn: Bool = false, rejectedAccessToken: String? = nil) {
+        self.needsSignIn = needsSignIn
+        self.rejectedAccessToken = rejectedAccessToken
+    }
+
+    /// Whether nothing is known against the credential.
+    public var isClear: Bool { !needsSignIn && rejectedAccessToken == nil }
 }

@@ -58,6 +58,17 @@ struct ProviderWire: Sendable {
     private func sendUntraced(_ kind: EndpointKind, _ request: HTTPRequest, body: Data?) async
         -> Result<HTTPTransportResponse, ProviderError>
     {
+        // A lease holder's request must be answered before its lease's deadline.
+        var options = self.options
+        if let deadline = RequestDeadline.current {
+            guard let timeout = deadline.timeout(cutting: options.timeout) else {
+                return .failure(
+                    ProviderError(
+                        .timedOut, endpoint: kind,
+                        reason: "No time was left to send the \(kind) request before the credential's lease ends."))
+            }
+            options.timeout = timeout
+        }
         let answer: HTTPTransportResponse
         do {
             answer = try await transport.send(request, body: body, options: options)

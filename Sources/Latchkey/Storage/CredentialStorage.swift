@@ -1,7 +1,7 @@
 public import Foundation
 
-/// Where a ``CredentialStore`` keeps its credentials, which one is the default, and the refresh
-/// lease that makes one refresh per credential however many processes share it.
+/// Where a ``CredentialStore`` keeps its credentials, which one is the default, and the lease
+/// that makes every change to a credential one at a time however many processes share it.
 ///
 /// Implementations must make every method atomic, also across processes when the storage is
 /// shared (the SQLite storage is), and must never treat a read failure as "no credentials":
@@ -44,19 +44,23 @@ public protocol CredentialStorage: Sendable {
     /// Throws ``StorageError/Code/credentialNotFound`` when `id` names no stored credential.
     func setDefaultCredentialID(_ id: CredentialID?) async throws(StorageError)
 
-    /// Runs `body` while holding the refresh lease of credential `id`.
+    /// Runs `body` while holding the lease of credential `id`, and hands it the access it reads
+    /// and writes that credential through.
     ///
     /// While one holder runs its body, no other holder of the same storage runs a body for that
     /// credential: not another task, not another process sharing the database file, not another
-    /// machine sharing the database. This is where a refresh happens (take the lease, read the
-    /// credential again, refresh only if it is still stale, store the result, release), so that
-    /// many callers cause one refresh and a rotated refresh token is never sent twice.
+    /// machine sharing the database. Every change to a credential happens there (see
+    /// ``CredentialStore``): take the lease, read the credential once, change it, write it by
+    /// compare-and-swap, release, so that many callers cause one refresh and a rotated refresh
+    /// token is never sent twice.
     ///
-    /// Waiting for the lease never blocks a thread and never polls faster than a provider could
-    /// answer. A holder that dies without releasing the lease loses it after `duration` at the
-    /// latest. Throws ``StorageError/Code/cancelled`` when the task is cancelled while waiting.
-    func withRefreshLease<Result: Sendable>(
-        for id: CredentialID, duration: Duration, _ body: @Sendable () async -> Result
+    /// The lease keeps the meaning ``LeaseTerms`` gives it: a holder that is still working keeps
+    /// it, a holder that died loses it (at once, or `terms.duration` after its last renewal), and
+    /// a waiter can be cancelled. Waiting never blocks a thread and never polls faster than a
+    /// provider could answer. Throws ``StorageError/Code/cancelled`` when the task is cancelled
+    /// while waiting. The shipped contract suite (`LatchkeyStorageTesting`) checks each rule.
+    func withCredentialLease<Result: Sendable>(
+        for id: CredentialID, terms: LeaseTerms, _ body: @Sendable (any LeasedCredentialAccess) async -> Result
     ) async throws(StorageError) -> Result
 
     /// The records that cannot be read — damaged bytes, a seal that does not open, fields that
@@ -82,8 +86,9 @@ public protocol OutboxStorage: Sendable {
     func outboxEntries() async throws(StorageError) -> [OutboxEntry]
 
     /// Claims up to `limit` entries for one drainer: those due by `date` (the earliest first),
-    /// not failed permanently, and not claimed by another drainer (or only by one whose claim
-    /// ran out before `now`). Each is claimed until `now + duration`, in one atomic step, so
+    /// not failed permanently, not waiting for another entry (``OutboxEntry/waitsFor`` names one
+    /// that is still there and has not failed permanently), and not claimed by another drainer
+    /// (or only by one whose claim ran out before `now`). Each is claimed until `now + duration`, in one atomic step, so
     /// that drainers sharing the storage (tasks, processes, a fleet's instances) never send the
     /// same revocation at once; a drainer that dies loses its claims when they run out.
     ///

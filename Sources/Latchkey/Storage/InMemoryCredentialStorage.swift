@@ -2,7 +2,7 @@ public import Foundation
 
 /// Credential storage that lives in memory only: for tests and for programs that must not
 /// write secrets to disk. Everything is lost when the value is released.
-public actor InMemoryCredentialStorage: CredentialStorage, OutboxStorage {
+public actor InMemoryCredentialStorage: CredentialStorage, OutboxStorage, LeasedCredentialAccess {
     private var credentials: [CredentialID: StoredCredential] = [:]
     /// Insertion order, so `all()` lists oldest first as every backend does.
     private var order: [CredentialID] = []
@@ -10,8 +10,8 @@ public actor InMemoryCredentialStorage: CredentialStorage, OutboxStorage {
     private var outbox: [UUID: OutboxEntry] = [:]
     /// When each claimed outbox entry's claim runs out.
     private var claims: [UUID: Date] = [:]
-    /// The credentials whose refresh lease is held, with the holders waiting for each, in order.
-    private var leases: [CredentialID: [CheckedContinuation<Void, Never>]] = [:]
+    /// The credentials whose lease is held, with the tasks waiting for each, in order.
+    private var leases: [CredentialID: [LeaseWaiter]] = [:]
 
     /// Creates empty storage.
     public init() {}
@@ -68,23 +68,54 @@ public actor InMemoryCredentialStorage: CredentialStorage, OutboxStorage {
     }
 
     /// In memory, only this process's tasks share the storage, and a holder cannot die without
-    /// the storage dying with it: the lease is a queue, and `duration` does not apply.
-    public func withRefreshLease<Result: Sendable>(
-        for id: CredentialID, duration: Duration, _ body: @Sendable () async -> Result
+    /// the storage dying with it: the lease is a queue of waiting tasks, each of which can be
+    /// cancelled, and a holder keeps it until its body returns.
+    public func withCredentialLease<Result: Sendable>(
+        for id: CredentialID, terms: LeaseTerms, _ body: @Sendable (any LeasedCredentialAccess) async -> Result
     ) async throws(StorageError) -> Result {
-        if leases[id] == nil {
-            leases[id] = []
-        } else {
-            await withCheckedContinuation { leases[id, default: []].append($0) }
-        }
-        let result = await body()
-        if let next = leases[id]?.first {
-            leases[id]?.removeFirst()
-            next.resume()
-        } else {
-            leases[id] = nil
-        }
+        try await acquire(id)
+        let result = await body(self)
+        release(id)
         return result
+    }
+
+    /// Takes the lease of `id`, waiting in line while another task holds it.
+    private func acquire(_ id: CredentialID) async throws(StorageError) {
+        guard leases[id] != nil else {
+            leases[id] = []
+            return
+        }
+        let ticket = UUID()
+        let granted = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+                if Task.isCancelled {
+                    continuation.resume(returning: false)
+                } else {
+                    leases[id, default: []].append(LeaseWaiter(ticket: ticket, continuation: continuation))
+                }
+            }
+        } onCancel: {
+            Task { await self.stopWaiting(id, ticket: ticket) }
+        }
+        guard granted else { throw .cancelledWaitingForLease(id) }
+    }
+
+    /// Hands the lease of `id` to the first waiter, or frees it.
+    private func release(_ id: CredentialID) {
+        guard var waiters = leases[id], !waiters.isEmpty else {
+            leases[id] = nil
+            return
+        }
+        let next = waiters.removeFirst()
+        leases[id] = waiters
+        next.continuation.resume(returning: true)
+    }
+
+    /// A cancelled waiter leaves the line (unless it was handed the lease meanwhile).
+    private func stopWaiting(_ id: CredentialID, ticket: UUID) {
+        guard let index = leases[id]?.firstIndex(where: { $0.ticket == ticket }) else { return }
+        let waiter = leases[id]?.remove(at: index)
+        waiter?.continuation.resume(returning: false)
     }
 
     /// Memory holds no damaged records.
@@ -92,6 +123,12 @@ public actor InMemoryCredentialStorage: CredentialStorage, OutboxStorage {
 
     /// Memory holds no damaged entries.
     public func damagedOutboxEntries() throws(StorageError) -> [DamagedRecord] { [] }
+
+    /// The storage itself is its holders' access, and reaches the outbox.
+    public func enqueueThroughLease(_ entry: OutboxEntry, limit: Int) throws(StorageError) -> Bool {
+        try enqueue(entry, limit: limit)
+        return true
+    }
 
     public func enqueue(_ entry: OutboxEntry, limit: Int) throws(StorageError) {
         guard outbox[entry.id] != nil || outbox.count < limit else { throw .outboxFull(limit: limit) }
@@ -105,12 +142,21 @@ public actor InMemoryCredentialStorage: CredentialStorage, OutboxStorage {
     public func claimOutboxEntries(dueBy date: Date, limit: Int, now: Date, for duration: Duration)
         throws(StorageError) -> [OutboxEntry]
     {
-        let until = now.addingTimeInterval(Double(duration.components.seconds))
+        let until = now.addingTimeInterval(LeaseTerms(duration: duration).seconds)
         let claimed = try outboxEntries()
-            .filter { !$0.failedPermanently && $0.nextAttemptAt <= date && (claims[$0.id] ?? .distantPast) <= now }
+            .filter {
+                !$0.failedPermanently && $0.nextAttemptAt <= date && (claims[$0.id] ?? .distantPast) <= now
+                    && !isWaiting($0)
+            }
             .prefix(max(0, limit))
         for entry in claimed { claims[entry.id] = until }
         return Array(claimed)
+    }
+
+    /// Whether `entry` waits for another entry that is still there and may still go through.
+    private func isWaiting(_ entry: OutboxEntry) -> Bool {
+        guard let prerequisite = entry.waitsFor.flatMap({ outbox[$0] }) else { return false }
+        return !prerequisite.failedPermanently
     }
 
     public func updateOutboxEntry(_ entry: OutboxEntry) throws(StorageError) {
@@ -122,4 +168,10 @@ public actor InMemoryCredentialStorage: CredentialStorage, OutboxStorage {
         outbox[id] = nil
         claims[id] = nil
     }
+}
+
+/// A task waiting in line for a lease.
+private struct LeaseWaiter {
+    let ticket: UUID
+    let continuation: CheckedContinuation<Bool, Never>
 }

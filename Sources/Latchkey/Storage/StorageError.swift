@@ -9,7 +9,7 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
             case corruptDatabase, wrongKey, invalidKeyFile, missingKeyFile, folderNotAccessible,
                 fileNotAccessible, unsupportedSchema, corruptRecord, credentialNotFound,
                 duplicateCredential, databaseFailure, versionConflict, cancelled, outboxFull, insecureFile, busy,
-                unreachable
+                unreachable, reservedTag
         }
 
         private let base: Base
@@ -52,6 +52,8 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
         /// The database server cannot be reached: the connection was refused, lost or timed out.
         /// Nothing was written; trying again later will do.
         public static let unreachable = Code(base: .unreachable)
+        /// A tag key starts with `latchkey.`, the prefix Latchkey keeps for itself; nothing changed.
+        public static let reservedTag = Code(base: .reservedTag)
 
         public var description: String { base.rawValue }
     }
@@ -102,7 +104,7 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
 
     /// The error a backend reports when a task is cancelled while it waits for a lease.
     package static func cancelledWaitingForLease(_ id: CredentialID) -> StorageError {
-        StorageError(.cancelled, reason: "Cancelled while waiting for the refresh lease of \(id); nothing changed.")
+        StorageError(.cancelled, reason: "Cancelled while waiting for the lease of \(id); nothing changed.")
     }
 
     /// The error a backend reports when the outbox is at its bound.

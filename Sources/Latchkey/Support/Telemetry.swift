@@ -28,8 +28,10 @@ public enum LatchkeyTelemetry {
         /// Timer: one refresh from its start to fresh tokens in the store, the wait for the
         /// refresh lease included. Dimension `outcome`: `succeeded` or `failed`.
         public static let refreshDuration = "latchkey_refresh_duration_seconds"
-        /// Counter: revocations, one per token. Dimensions `token` (``TokenKind`` raw value),
-        /// `via` (`direct` from a revocation or sign-out, `outbox` from a drain) and `outcome`:
+        /// Counter: revocations, one per token, and the outbox's other server steps. Dimensions
+        /// `token` (``TokenKind`` raw value; for the outbox's queued global sign-outs and
+        /// end-session requests `global_sign_out` and `end_session`), `via` (`direct` from a
+        /// revocation or sign-out, `outbox` from a drain) and `outcome`:
         /// `revoked`, `failed`, `not_present` or `ends_with_refresh_token` for `direct`;
         /// `revoked`, `failed`, `failed_permanently` or `expired` (dropped unsent once the
         /// token had expired) for `outbox`.
@@ -119,14 +121,17 @@ enum Telemetry {
         case failedPermanently = "failed_permanently"
     }
 
-    static func outboxRevocation(_ kind: TokenKind, _ outcome: OutboxOutcome) {
-        revocation(kind, via: "outbox", outcome: outcome.rawValue)
+    static func outboxStep(_ action: OutboxEntry.Action, _ outcome: OutboxOutcome) {
+        revocation(action.rawValue, via: "outbox", outcome: outcome.rawValue)
     }
 
     private static func revocation(_ kind: TokenKind, via: String, outcome: String) {
-        Counter(
-            label: Metric.revocations, dimensions: [("token", kind.rawValue), ("via", via), ("outcome", outcome)]
-        ).increment()
+        revocation(kind.rawValue, via: via, outcome: outcome)
+    }
+
+    private static func revocation(_ token: String, via: String, outcome: String) {
+        Counter(label: Metric.revocations, dimensions: [("token", token), ("via", via), ("outcome", outcome)])
+            .increment()
     }
 
     static func signOut(global: Bool, _ result: SignOutResult, after duration: Duration) {

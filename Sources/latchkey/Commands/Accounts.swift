@@ -26,15 +26,14 @@ struct Accounts: AsyncParsableCommand {
     func run() async throws {
         let session = try await global.location.openStore()
         let all: [AccountSummary]
-        let current: CredentialID?
         let damaged: [DamagedRecord]
         do {
             all = try await session.store.accounts()
             damaged = try await session.store.damagedRecords().filter { $0.kind != .outboxEntry }
-            current = try? await session.store.default?.id
         } catch {
             throw CLIError.failed("The credential store cannot be read: \(error)")
         }
+        let current = try await session.defaultAccountIDForListing()
         let rows = all.map { account in
             Row(
                 id: account.id.rawValue, provider: session.providerName(of: account),

@@ -121,7 +121,9 @@ struct CredentialCommand: AsyncParsableCommand {
                 } catch {
                     throw CLIError.provider(error, doing: "No token for \(host)")
                 }
-                let current = try? await credential.token
+                let current = try await session.reading { () async throws(StorageError) in
+                    try await session.store.credential(for: stored.id)
+                }?.token
                 var answer = [
                     "username=\(stored.metadata.preferredUsername ?? stored.metadata.email ?? "oauth2")",
                     "password=\(token)",
@@ -146,10 +148,14 @@ struct CredentialCommand: AsyncParsableCommand {
         /// The account that answers for `entry`'s hosts: the default account when it is one of
         /// the provider's, else the provider's only account.
         private func gitAccount(of entry: ProviderEntry, in session: Session) async throws -> StoredCredential? {
-            let accounts = try await session.store.accounts().filter { session.providerName(of: $0) == entry.name }
+            let accounts = try await session.reading { () async throws(StorageError) in
+                try await session.store.accounts()
+            }.filter { session.providerName(of: $0) == entry.name }
             let chosen: AccountSummary
-            if let current = try? await session.store.default, accounts.contains(where: { $0.id == current.id }) {
-                return current
+            if let current = try await session.defaultAccountID(),
+                let account = accounts.first(where: { $0.id == current })
+            {
+                chosen = account
             } else if accounts.count == 1, let only = accounts.first {
                 chosen = only
             } else {
@@ -159,7 +165,9 @@ struct CredentialCommand: AsyncParsableCommand {
                         : "Several accounts of the provider \(entry.name); make one the default with `latchkey use`.")
                 return nil
             }
-            return try await session.store.credential(for: chosen.id)
+            return try await session.reading { () async throws(StorageError) in
+                try await session.store.credential(for: chosen.id)
+            }
         }
     }
 }

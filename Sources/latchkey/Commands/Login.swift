@@ -101,7 +101,7 @@ struct Login: AsyncParsableCommand {
         } catch {
             throw CLIError.failed("The credential could not be read back: \(error)")
         }
-        let isDefault = (try? await session.store.default?.id) == stored.id
+        let isDefault = try await session.defaultAccountID() == stored.id
         let name = stored.metadata.displayName ?? stored.id.rawValue
         Output.report(
             global, "Signed in as \(name) (account \(stored.id))\(isDefault ? ", the default account" : "").",

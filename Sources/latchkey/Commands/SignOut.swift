@@ -76,14 +76,9 @@ struct SignOut: AsyncParsableCommand {
             }
         }
         let session = try await common.location.openStore()
-        let scope: SignOutScope
-        if allAccounts {
-            scope = .all
-        } else if let account {
-            scope = .account(try await session.account(account).id)
-        } else {
-            scope = .account(try await session.account(nil).id)
-        }
+        // The account is found by its listing: nothing is opened before the sign-out, which
+        // opens each credential once in its transaction.
+        let scope: SignOutScope = allAccounts ? .all : .account(try await session.accountID(account))
         await session.retryDueOutbox()
         let options = SignOutOptions(
             global: isGlobal, endProviderSession: endSession, revokeTokens: true,
@@ -192,7 +187,7 @@ struct Outbox: AsyncParsableCommand {
                 Output.json(
                     entries.map {
                         Row(
-                            id: $0.id.uuidString, account: $0.account, kind: $0.kind.rawValue,
+                            id: $0.id.uuidString, account: $0.account, kind: $0.action.rawValue,
                             issuer: $0.provider.issuer, attempts: $0.attempts,
                             nextAttemptAt: $0.failedPermanently ? nil : $0.nextAttemptAt, lastError: $0.lastError,
                             failedPermanently: $0.failedPermanently, damaged: false)
@@ -212,7 +207,7 @@ struct Outbox: AsyncParsableCommand {
                         ? "failed permanently (\(Output.safe(entry.lastError ?? "?"))); drop it with `latchkey outbox drop \(entry.id)`"
                         : "next at \(entry.nextAttemptAt.formatted(.iso8601))"
                     Output.line(
-                        "\(entry.id) \(entry.kind) of \(entry.account ?? "?") at \(entry.provider.issuer): \(entry.attempts) attempt(s), \(state)"
+                        "\(entry.id) \(entry.action) of \(entry.account ?? "?") at \(entry.provider.issuer): \(entry.attempts) attempt(s), \(state)"
                     )
                 }
                 for record in damaged { Output.line("! damaged entry \(record.id): \(Output.safe(record.reason))") }

@@ -51,7 +51,7 @@ struct Status: AsyncParsableCommand {
         } catch {
             throw CLIError.failed("The credential store cannot be read: \(error)")
         }
-        let current = try? await session.store.default?.id
+        let current = try await session.defaultAccountIDForListing()
         let now = Date()
         var rows: [Row] = []
         for account in accounts {

@@ -156,9 +156,10 @@ struct Remove: AsyncParsableCommand {
     func run() async throws {
         let session = try await global.location.openStore()
         // A damaged account cannot be read, but can be removed on purpose by its id.
-        if let account, let damaged = try? await session.store.damagedRecords(),
-            damaged.contains(where: { $0.kind == .credential && $0.id == account })
-        {
+        let damaged = try await session.reading { () async throws(StorageError) in
+            try await session.store.damagedRecords()
+        }
+        if let account, damaged.contains(where: { $0.kind == .credential && $0.id == account }) {
             do {
                 try await session.store.remove(CredentialID(rawValue: account))
             } catch {

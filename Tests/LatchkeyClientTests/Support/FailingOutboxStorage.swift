@@ -2,7 +2,7 @@ import Foundation
 import Latchkey
 
 /// In-memory storage whose outbox cannot be written, as on a full disk.
-struct FailingOutboxStorage: CredentialStorage, OutboxStorage {
+struct FailingOutboxStorage: CredentialStorage, OutboxStorage, LeasedCredentialAccess {
     let inner = InMemoryCredentialStorage()
 
     func all() async throws(StorageError) -> [StoredCredential] { try await inner.all() }
@@ -20,10 +20,11 @@ struct FailingOutboxStorage: CredentialStorage, OutboxStorage {
     func setDefaultCredentialID(_ id: CredentialID?) async throws(StorageError) {
         try await inner.setDefaultCredentialID(id)
     }
-    func withRefreshLease<Result: Sendable>(
-        for id: CredentialID, duration: Duration, _ body: @Sendable () async -> Result
+    /// The holder works through this storage, whose outbox fails.
+    func withCredentialLease<Result: Sendable>(
+        for id: CredentialID, terms: LeaseTerms, _ body: @Sendable (any LeasedCredentialAccess) async -> Result
     ) async throws(StorageError) -> Result {
-        try await inner.withRefreshLease(for: id, duration: duration, body)
+        try await inner.withCredentialLease(for: id, terms: terms) { _ in await body(self) }
     }
     func damagedRecords() async throws(StorageError) -> [DamagedRecord] { [] }
     func damagedOutboxEntries() async throws(StorageError) -> [DamagedRecord] { [] }

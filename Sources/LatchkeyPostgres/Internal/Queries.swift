@@ -46,24 +46,33 @@ extension PostgresCredentialStorage {
         return count
     }
 
-    /// The credentials `query` selects, each row read on its own.
+    /// The credentials `query` selects, each row opened on its own: a damaged one is reported
+    /// and the others are read.
     func readCredentials(_ query: @autoclosure () throws -> PostgresQuery) async throws(StorageError) -> (
-        credentials: [StoredCredential], damaged: [DamagedRecord]
+        values: [StoredCredential], damaged: [DamagedRecord]
     ) {
-        var credentials: [StoredCredential] = []
-        var damaged: [DamagedRecord] = []
-        for row in try await rows(try query()) {
-            do {
-                switch try Self.sealedCredential(row).open(with: sealer) {
-                case .success(let credential): credentials.append(credential)
-                case .failure(let record): damaged.append(record)
-                }
-            } catch {
-                let id = (try? row.makeRandomAccess()["id"].decode(String.self)) ?? "(no id)"
-                damaged.append(DamagedRecord(kind: .credential, id: id, reason: "its columns are not valid"))
-            }
+        let sealer = self.sealer
+        return SealedRecords.open(try await rows(try query()), kind: .credential, id: Self.rowID) {
+            try Self.sealedCredential($0).open(with: sealer)
         }
-        return (credentials, damaged)
+    }
+
+    /// The credentials `query` selects on `connection`, each row opened on its own.
+    func readCredentials(_ query: PostgresQuery, on connection: PostgresConnection) async throws(StorageError) -> (
+        values: [StoredCredential], damaged: [DamagedRecord]
+    ) {
+        let sealer = self.sealer
+        let rows: [PostgresRow]
+        do {
+            var read: [PostgresRow] = []
+            for try await row in try await connection.query(query, logger: logger) { read.append(row) }
+            rows = read
+        } catch {
+            throw Self.storageError(error, doing: "reading the store")
+        }
+        return SealedRecords.open(rows, kind: .credential, id: Self.rowID) {
+            try Self.sealedCredential($0).open(with: sealer)
+        }
     }
 
     static func sealedCredential(_ row: PostgresRow) throws -> SealedCredential {
@@ -79,60 +88,50 @@ extension PostgresCredentialStorage {
             updatedAt: try columns["updated_at"].decode(Double.self), version: try columns["version"].decode(Int.self),
             accessTokenExpiresAt: try columns["access_token_expires_at"].decode(Double?.self),
             hasAccessToken: try columns["has_access_token"].decode(Bool.self),
-            hasRefreshToken: try columns["has_refresh_token"].decode(Bool.self))
+            hasRefreshToken: try columns["has_refresh_token"].decode(Bool.self),
+            needsSignIn: try columns["needs_sign_in"].decode(Bool.self),
+            rejectedAccessToken: try columns["rejected_access_token"].decode(String?.self))
     }
 
-    /// The outbox entries `query` answers, each row read on its own.
+    /// The outbox entries `query` answers, each row opened on its own.
     func readOutbox(_ query: @autoclosure () throws -> PostgresQuery) async throws(StorageError) -> (
-        entries: [OutboxEntry], damaged: [DamagedRecord]
+        values: [OutboxEntry], damaged: [DamagedRecord]
     ) {
-        var entries: [OutboxEntry] = []
-        var damaged: [DamagedRecord] = []
-        for row in try await rows(try query()) {
+        let sealer = self.sealer
+        return SealedRecords.open(try await rows(try query()), kind: .outboxEntry, id: Self.rowID) { row in
             let columns = row.makeRandomAccess()
-            do {
-                let sealed = SealedOutboxEntry(
-                    id: try columns["id"].decode(String.self), issuer: try columns["issuer"].decode(String.self),
-                    clientID: try columns["client_id"].decode(String.self),
-                    kind: try columns["kind"].decode(String.self),
-                    account: try columns["account"].decode(String?.self),
-                    sealedToken: try columns["sealed_token"].decode(Data.self),
-                    tokenExpiresAt: try columns["token_expires_at"].decode(Double?.self),
-                    createdAt: try columns["created_at"].decode(Double.self),
-                    attempts: try columns["attempts"].decode(Int.self),
-                    nextAttemptAt: try columns["next_attempt_at"].decode(Double.self),
-                    lastError: try columns["last_error"].decode(String?.self),
-                    failedPermanently: try columns["failed_permanently"].decode(Bool.self))
-                switch sealed.open(with: sealer) {
-                case .success(let entry): entries.append(entry)
-                case .failure(let record): damaged.append(record)
-                }
-            } catch {
-                let id = (try? columns["id"].decode(String.self)) ?? "(no id)"
-                damaged.append(DamagedRecord(kind: .outboxEntry, id: id, reason: "its columns are not valid"))
-            }
+            return SealedOutboxEntry(
+                id: try columns["id"].decode(String.self), issuer: try columns["issuer"].decode(String.self),
+                clientID: try columns["client_id"].decode(String.self), kind: try columns["kind"].decode(String.self),
+                account: try columns["account"].decode(String?.self),
+                sealedToken: try columns["sealed_token"].decode(Data.self),
+                tokenExpiresAt: try columns["token_expires_at"].decode(Double?.self),
+                createdAt: try columns["created_at"].decode(Double.self),
+                attempts: try columns["attempts"].decode(Int.self),
+                nextAttemptAt: try columns["next_attempt_at"].decode(Double.self),
+                lastError: try columns["last_error"].decode(String?.self),
+                failedPermanently: try columns["failed_permanently"].decode(Bool.self),
+                waitsFor: try columns["waits_for"].decode(String?.self)
+            ).open(with: sealer)
         }
-        return (entries, damaged)
+    }
+
+    /// A row's `id`, for reporting one that does not decode.
+    private static func rowID(_ row: PostgresRow) -> String? {
+        try? row.makeRandomAccess()["id"].decode(String.self)
     }
 
     // MARK: The default marker
 
-    /// What the default-account marker says.
-    enum DefaultMarker: Equatable {
-        case none
-        case some(CredentialID)
-        case damaged
-    }
-
     func defaultMarker() async throws(StorageError) -> DefaultMarker {
-        marker(try await rows("SELECT value FROM latchkey_setting WHERE name = 'default_credential'").first)
+        marker(try await rows("SELECT value FROM latchkey_setting WHERE name = \(DefaultMarker.settingName)").first)
     }
 
     /// The marker, its row locked until the transaction ends (a concurrent change waits).
     func lockedDefaultMarker(_ connection: PostgresConnection) async throws -> DefaultMarker {
         var found: PostgresRow?
         for try await row in try await connection.query(
-            "SELECT value FROM latchkey_setting WHERE name = 'default_credential' FOR UPDATE", logger: logger)
+            "SELECT value FROM latchkey_setting WHERE name = \(DefaultMarker.settingName) FOR UPDATE", logger: logger)
         {
             found = row
         }
@@ -141,9 +140,8 @@ extension PostgresCredentialStorage {
 
     private func marker(_ row: PostgresRow?) -> DefaultMarker {
         guard let row else { return .none }
-        guard let sealed = try? row.decode(Data.self), let id = sealer.open(sealed, context: SealContext.defaultMarker)
-        else { return .damaged }
-        return .some(CredentialID(rawValue: String(decoding: id, as: UTF8.self)))
+        guard let sealed = try? row.decode(Data.self) else { return .damaged }
+        return DefaultMarker(sealed: sealed, sealer: sealer)
     }
 
     // MARK: Failures

@@ -15,21 +15,13 @@ extension Credential {
     /// caller and process that shares the store. Nothing happens when the stored access token is
     /// another one already (someone refreshed meanwhile).
     public func reject(accessToken: String) async throws(ProviderError) {
-        let fingerprint = Self.fingerprint(accessToken)
-        do {
-            try await store.update(id) { credential in
+        let fingerprint = StoredCredential.fingerprint(accessToken)
+        _ = try await transaction { transaction async throws(StorageError) in
+            try await transaction.update { credential in
                 guard credential.token.accessToken == accessToken else { return }
-                credential.metadata.tags[Self.rejectedAccessTokenTag] = fingerprint
+                credential.state.rejectedAccessToken = fingerprint
             }
-        } catch {
-            throw .storage(error)
         }
-    }
-
-    /// A fingerprint of an access token for the store's clear columns: half of its SHA-256, in
-    /// hex, from which the token cannot be found.
-    static func fingerprint(_ accessToken: String) -> String {
-        SHA256.hash(data: Data(accessToken.utf8)).prefix(16).map { String(format: "%02x", $0) }.joined()
     }
 
     /// `request` with `Authorization: Bearer` and an access token valid for at least

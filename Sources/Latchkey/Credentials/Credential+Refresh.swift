@@ -1,0 +1,116 @@
+public import Foundation
+import Logging
+import Tracing
+
+extension Credential {
+    /// An access token valid for at least `minimumValidity` seconds, refreshed first when needed.
+    ///
+    /// Concurrent callers share one refresh: the callers of this handle, and every process or
+    /// machine that shares the store (through the credential's lease). The new tokens are stored
+    /// as soon as the provider answers. A rejected refresh token throws
+    /// ``ProviderError/Code/signInRequired`` and deletes nothing; network failures are
+    /// retryable and delete nothing.
+    ///
+    /// For tokens that live less than twice `minimumValidity`, half their lifetime is used
+    /// instead, so a provider's short-lived tokens are not refreshed on every call.
+    ///
+    /// When a refresh brings an ID token that fails verification, the new access and refresh
+    /// tokens are kept and the access token is returned; the failure is logged, and
+    /// ``refresh()`` throws it.
+    public func accessToken(minimumValidity: TimeInterval = 60) async throws(ProviderError) -> String {
+        let current = try await stored()
+        if let accessToken = current.token.accessToken,
+            !current.needsRefresh(minimumValidity: minimumValidity, at: now())
+        {
+            return accessToken
+        }
+        let refreshed = try await sharedRefresh(.accessToken(minimumValidity), of: current.token).get()
+        guard let accessToken = refreshed.token.accessToken else {
+            throw ProviderError(.invalidResponse, endpoint: .token, reason: "The refresh gave no access token.")
+        }
+        return accessToken
+    }
+
+    /// An ID token valid for at least `minimumValidity` seconds: the stored one, or one from a
+    /// refresh (shared, like ``accessToken(minimumValidity:)``'s, by every caller and process),
+    /// verified before it is stored. For a Kubernetes exec credential plugin, say, where the ID
+    /// token is the bearer token.
+    ///
+    /// - Throws: ``ProviderError/Code/signInRequired`` when the refresh token was rejected, and
+    ///   ``ProviderError/Code/invalidResponse`` when a refresh brings no ID token.
+    public func idToken(minimumValidity: TimeInterval = 60) async throws(ProviderError) -> String {
+        let current = try await stored()
+        if let idToken = current.token.idToken, current.satisfies(.idToken(minimumValidity), at: now()) {
+            return idToken
+        }
+        let refreshed = try await sharedRefresh(.idToken(minimumValidity), of: current.token).get()
+        if let failure = refreshed.idTokenFailure { throw failure }
+        guard let idToken = refreshed.token.idToken, let expiry = refreshed.token.idTokenExpiresAt, expiry > now()
+        else {
+            throw ProviderError(.invalidResponse, endpoint: .token, reason: "The refresh gave no new ID token.")
+        }
+        return idToken
+    }
+
+    /// Refreshes now, whatever the access token's expiry, and returns the stored tokens.
+    ///
+    /// Throws ``ProviderError/Code/idTokenRejected`` when the new ID token fails verification;
+    /// the new access and refresh tokens are stored all the same (the spent refresh token is
+    /// never fallen back to).
+    @discardableResult
+    public func refresh() async throws(ProviderError) -> Token {
+        let refreshed = try await sharedRefresh(.always, of: try await stored().token).get()
+        if let failure = refreshed.idTokenFailure { throw failure }
+        return refreshed.token
+    }
+
+    /// The refresh of every caller of this handle: one in flight at a time, in the credential's
+    /// transaction (where another process's refresh is waited for and then found).
+    func sharedRefresh(_ need: RefreshNeed, of token: Token) async -> Result<Refreshed, ProviderError> {
+        let (result, joined) = await refreshes.run { [self] in
+            let started = ContinuousClock.now
+            let result = await withSpan(LatchkeyTelemetry.SpanName.refresh) { span in
+                let result = await self.performRefresh(need, preparing: token)
+                if case .failure(let error) = result {
+                    span.attributes["error.type"] = error.code.description
+                    span.setStatus(SpanStatus(code: .error))
+                }
+                return result
+            }
+            Telemetry.refreshFinished(succeeded: (try? result.get()) != nil, after: ContinuousClock.now - started)
+            return result
+        }
+        if joined {
+            store.logger.trace("joined the refresh in flight", metadata: ["credential": "\(id)"])
+            Telemetry.refreshWait(.joined)
+        }
+        switch result {
+        case .success(let refreshed):
+            store.logger.debug(
+                "access token ready",
+                metadata: [
+                    "credential": "\(id)", "expiresAt": "\(refreshed.token.expiresAt.map { "\($0)" } ?? "never")",
+                ])
+            if let failure = refreshed.idTokenFailure {
+                store.logger.error(
+                    "the refreshed ID token was rejected; the new access and refresh tokens were kept",
+                    metadata: ["credential": "\(id)", "error": "\(failure)"])
+            }
+        case .failure(let error):
+            store.logger.debug("refresh failed", metadata: ["credential": "\(id)", "error": "\(error)"])
+        }
+        return result
+    }
+
+    /// Gets what the refresh needs (metadata, keys) while nothing is spent yet, then refreshes in
+    /// the credential's transaction.
+    private func performRefresh(_ need: RefreshNeed, preparing token: Token) async -> Result<Refreshed, ProviderError> {
+        let provider = self.provider
+        do throws(ProviderError) {
+            try await provider.prepareRefresh(of: token)
+            return try await transaction { transaction in await transaction.refresh(need, with: provider) }
+        } catch {
+            return .failure(error)
+        }
+    }
+}

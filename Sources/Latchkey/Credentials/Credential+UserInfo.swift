@@ -1,0 +1,23 @@
+extension Credential {
+    /// The user's claims from the userinfo endpoint. When the provider rejects the access
+    /// token, it is marked rejected and refreshed once (one refresh for every caller and process
+    /// sharing the store, as ``send(_:body:through:options:)`` does) and the request sent again.
+    public func userInfo() async throws(ProviderError) -> [String: JSONValue] {
+        let accessToken = try await accessToken()
+        do {
+            return try await provider.userInfo(accessToken: accessToken)
+        } catch {
+            guard error.rejectedAccessToken else { throw error }
+            try await reject(accessToken: accessToken)
+            return try await provider.userInfo(accessToken: try await self.accessToken())
+        }
+    }
+
+    /// What the provider says about one of this credential's tokens (RFC 7662).
+    public func introspect(_ kind: TokenKind = .accessToken) async throws(ProviderError) -> Introspection {
+        guard let value = try await stored().token.value(of: kind) else {
+            throw ProviderError(.unsupported, reason: "The credential has no \(kind).")
+        }
+        return try await provider.introspect(value, kind: kind)
+    }
+}

@@ -1,0 +1,49 @@
+import Crypto
+package import Foundation
+
+/// What a refresh is for: when the stored credential already has it (another caller or process
+/// refreshed meanwhile), the refresh is not sent.
+package enum RefreshNeed: Sendable, Hashable {
+    /// A refresh asked for explicitly: always sent.
+    case always
+    /// An access token valid for this many seconds.
+    case accessToken(TimeInterval)
+    /// An ID token valid for this many seconds.
+    case idToken(TimeInterval)
+}
+
+extension StoredCredential {
+    /// Whether the access token must be refreshed before it is handed out: it expires within
+    /// `minimumValidity` seconds at `date` (half its lifetime, for tokens that live less than
+    /// twice that), or a resource server rejected it.
+    package func needsRefresh(minimumValidity: TimeInterval, at date: Date) -> Bool {
+        if let rejected = state.rejectedAccessToken, let accessToken = token.accessToken,
+            rejected == Self.fingerprint(accessToken)
+        {
+            return true
+        }
+        var margin = minimumValidity
+        if let expiresAt = token.expiresAt {
+            margin = min(margin, expiresAt.timeIntervalSince(token.issuedAt) / 2)
+        }
+        return token.expires(within: margin, at: date)
+    }
+
+    /// Whether the credential already has what `need` asks for at `date`.
+    package func satisfies(_ need: RefreshNeed, at date: Date) -> Bool {
+        switch need {
+        case .always:
+            return false
+        case .accessToken(let minimumValidity):
+            return token.accessToken != nil && !needsRefresh(minimumValidity: minimumValidity, at: date)
+        case .idToken(let minimumValidity):
+            return token.idTokenExpiresAt.map { $0.timeIntervalSince(date) >= minimumValidity } ?? false
+        }
+    }
+
+    /// A fingerprint of an access token for the store's clear columns: half of its SHA-256, in
+    /// hex, from which the token cannot be found.
+    package static func fingerprint(_ accessToken: String) -> String {
+        SHA256.hash(data: Data(accessToken.utf8)).prefix(16).map { String(format: "%02x", $0) }.joined()
+    }
+}

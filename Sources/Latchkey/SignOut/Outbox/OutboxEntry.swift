@@ -1,0 +1,163 @@
+public import Foundation
+
+/// A server step of a sign-out that could not be sent, waiting in the outbox to be sent again:
+/// the revocation of one token, a global sign-out, the end of a provider session.
+///
+/// The secret it holds (the token to revoke; the tokens a global sign-out authenticates with;
+/// the ID token an end-session request names) is sealed at rest like the store's tokens and is
+/// never handed out as a credential: Latchkey only ever sends it to the provider for this
+/// step. `description` never shows it.
+public struct OutboxEntry: Sendable, Hashable, Identifiable, CustomStringConvertible {
+    /// The entry's identifier.
+    public let id: UUID
+    /// The provider the step goes to.
+    public var provider: ProviderIdentity
+    /// What the step does.
+    public var action: Action
+    /// The step's secret, as the storage seals it: the token to revoke, or the
+    /// ``OutboxGrant`` of a global sign-out or an end-session request in JSON. Package-only:
+    /// nothing outside Latchkey can read it back.
+    package var token: String
+    /// The account it belonged to, for reports.
+    public var account: String?
+    /// When the step no longer matters, as the provider stated it (the token's expiry); after
+    /// that the entry is dropped. `nil` when nobody said: the entry stays until it goes through
+    /// or is dropped on purpose.
+    public var tokenExpiresAt: Date?
+    /// When the step was first attempted.
+    public var createdAt: Date
+    /// Attempts so far.
+    public var attempts: Int
+    /// When the next attempt is due.
+    public var nextAttemptAt: Date
+    /// Why the last attempt failed.
+    public var lastError: String?
+    /// Whether the last failure was one a retry cannot fix (the provider refused the client or
+    /// the token type, or no provider is registered): the entry is no longer tried, and stays
+    /// listed, with ``lastError``, until it is dropped on purpose.
+    public var failedPermanently: Bool
+    /// The entry this one waits for: a sign-out's revocations wait for its global sign-out, which
+    /// needs the tokens they would revoke. It is sent once that entry has gone through, was
+    /// dropped, or failed permanently.
+    public var waitsFor: UUID?
+
+    /// What an entry does when it is sent.
+    public struct Action: Sendable, Hashable, CustomStringConvertible {
+        /// How the storage names it: a token kind's raw value for a revocation (as entries of
+        /// earlier versions were named), `global_sign_out` or `end_session`.
+        public let rawValue: String
+
+        /// Creates an action from its stored name; `nil` for a name Latchkey does not know.
+        public init?(rawValue: String) {
+            guard TokenKind(rawValue: rawValue) != nil || Self.named.contains(rawValue) else { return nil }
+            self.rawValue = rawValue
+        }
+
+        private init(name: String) { rawValue = name }
+
+        private static let named: Set<String> = ["global_sign_out", "end_session"]
+
+        /// Revokes one token (RFC 7009, or the provider's equivalent; a Ping session's logout).
+        public static func revoke(_ kind: TokenKind) -> Action { Action(name: kind.rawValue) }
+        /// The provider's global sign-out, with an access token, or one got with the refresh token.
+        public static let globalSignOut = Action(name: "global_sign_out")
+        /// RP-initiated logout: ends the provider session the ID token names.
+        public static let endSession = Action(name: "end_session")
+
+        /// The token kind a revocation revokes; `nil` for the other actions.
+        public var revokedKind: TokenKind? { TokenKind(rawValue: rawValue) }
+
+        /// The step's name in reports, as ``SignOutStep/Kind`` names it.
+        public var description: String {
+            switch self {
+            case .globalSignOut: "global-signout"
+            case .endSession: "end-session"
+            default: revokedKind.map { SignOutStep.Kind.revoke($0).description } ?? rawValue
+            }
+        }
+    }
+
+    /// Creates an entry. Only Latchkey's own code and storage backends create entries.
+    package init(
+        id: UUID = UUID(), provider: ProviderIdentity, action: Action, token: String, account: String?,
+        tokenExpiresAt: Date?, createdAt: Date, attempts: Int, nextAttemptAt: Date, lastError: String?,
+        failedPermanently: Bool = false, waitsFor: UUID? = nil
+    ) {
+        self.id = id
+        self.provider = provider
+        self.action = action
+        self.token = token
+        self.account = account
+        self.tokenExpiresAt = tokenExpiresAt
+        self.createdAt = createdAt
+        self.attempts = attempts
+        self.nextAttemptAt = nextAttemptAt
+        self.lastError = lastError
+        self.failedPermanently = failedPermanently
+        self.waitsFor = waitsFor
+    }
+
+    public var description: String {
+        let state = failedPermanently ? "failed permanently" : "next: \(nextAttemptAt.formatted(.iso8601))"
+        return "OutboxEntry(\(action) of \(account ?? "unknown") at \(provider), attempts: \(attempts), \(state))"
+    }
+}
+
+extension OutboxEntry: CustomDebugStringConvertible, CustomReflectable {
+    /// Same as `description`: the token is never shown.
+    public var debugDescription: String { description }
+
+    /// A mirror without the token, so `dump(entry)` cannot print it either.
+    public var customMirror: Mirror {
+        Mirror(
+            self,
+            children: [
+                "id": id, "provider": provider, "action": action, "account": account as Any,
+                "tokenExpiresAt": tokenExpiresAt as Any, "createdAt": createdAt, "attempts": attempts,
+                "nextAttemptAt": nextAttemptAt, "lastError": lastError as Any, "failedPermanently": failedPermanently,
+                "waitsFor": waitsFor as Any,
+            ],
+            displayStyle: .struct)
+    }
+}
+
+/// The tokens a queued global sign-out or end-session request is sent with, sealed in its
+/// outbox entry as JSON. Never handed out as a credential.
+package struct OutboxGrant: Sendable, Hashable, Codable {
+    package var accessToken: String?
+    package var accessTokenExpiresAt: Date?
+    package var refreshToken: String?
+    package var idToken: String?
+    package var tokenType: String
+
+    package init(_ token: Token) {
+        accessToken = token.accessToken
+        accessTokenExpiresAt = token.expiresAt
+        refreshToken = token.refreshToken
+        idToken = token.idToken
+        tokenType = token.tokenType
+    }
+
+    /// The grant as a ``Token`` of `provider`, to refresh with.
+    package func token(of provider: ProviderIdentity, issuedAt: Date) -> Token {
+        Token(
+            accessToken: accessToken, tokenType: tokenType, refreshToken: refreshToken, idToken: idToken,
+            issuedAt: issuedAt, expiresAt: accessTokenExpiresAt, provider: provider)
+    }
+
+    /// The JSON text the entry seals.
+    package var sealedText: String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        encoder.dateEncodingStrategy = .secondsSince1970
+        return (try? encoder.encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+    }
+
+    /// The grant an entry sealed; `nil` when its text is not one.
+    package init?(sealedText: String) {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .secondsSince1970
+        guard let grant = try? decoder.decode(OutboxGrant.self, from: Data(sealedText.utf8)) else { return nil }
+        self = grant
+    }
+}

@@ -1,0 +1,67 @@
+import Foundation
+
+/// Whose sign-out.
+public enum SignOutScope: Sendable, Hashable {
+    /// The default (active) account.
+    case current
+    /// One account.
+    case account(CredentialID)
+    /// Every account in the store.
+    case all
+}
+
+/// What happens when a server step fails.
+public enum SignOutPolicy: String, Sendable, Hashable, CaseIterable {
+    /// Sign out on this device whatever the server says; failed revocations go to the outbox
+    /// and the result is `.partial` (Amplify's behaviour, without its live-token hole).
+    case alwaysLocal = "always-local"
+    /// Keep the local tokens and fail when a server step fails (the Cognito walkthrough's
+    /// behaviour): the user is still signed in and can try again.
+    case serverFirst = "server-first"
+}
+
+/// A named step of the application's, run during sign-out (after the server steps, before
+/// local removal) and reported like the others: deregistering a push token, say.
+public struct SignOutHook: Sendable {
+    /// The step's name in the report.
+    public var name: String
+    /// The work; it receives the credential being signed out.
+    public var run: @Sendable (StoredCredential) async throws -> Void
+
+    /// Creates a hook.
+    public init(_ name: String, run: @escaping @Sendable (StoredCredential) async throws -> Void) {
+        self.name = name
+        self.run = run
+    }
+}
+
+/// How to sign out.
+public struct SignOutOptions: Sendable {
+    /// Sign out on every device (the provider's global sign-out).
+    public var global: Bool
+    /// End the provider's session too (RP-initiated logout).
+    public var endProviderSession: Bool
+    /// Revoke the tokens (RFC 7009). On by default.
+    public var revokeTokens: Bool
+    /// What a failed server step means.
+    public var policy: SignOutPolicy
+    /// The application's own steps.
+    public var hooks: [SignOutHook]
+
+    /// Creates options; the defaults revoke the tokens and sign out on this device only.
+    public init(
+        global: Bool = false, endProviderSession: Bool = false, revokeTokens: Bool = true,
+        policy: SignOutPolicy = .alwaysLocal, hooks: [SignOutHook] = []
+    ) {
+        self.global = global
+        self.endProviderSession = endProviderSession
+        self.revokeTokens = revokeTokens
+        self.policy = policy
+        self.hooks = hooks
+    }
+
+    /// This device: revoke the tokens, remove them.
+    public static var local: SignOutOptions { SignOutOptions() }
+    /// Every device: global sign-out, revoke, remove.
+    public static var global: SignOutOptions { SignOutOptions(global: true) }
+}

@@ -1,0 +1,97 @@
+public import Foundation
+
+/// Why a sign-out left the user signed in.
+public struct SignOutError: Error, Sendable, CustomStringConvertible {
+    /// What went wrong, as a value to compare with `==`.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private enum Base: String, Sendable, Hashable {
+            case cancelled, storageFailed, noSuchAccount, serverStepFailed, localRemovalFailed,
+                revocationNotQueued, damagedRecord
+        }
+
+        private let base: Base
+
+        /// The sign-out was cancelled before it began; nothing changed.
+        public static let cancelled = Code(base: .cancelled)
+        /// The credential store could not be read or its refresh lease taken; nothing changed.
+        public static let storageFailed = Code(base: .storageFailed)
+        /// No account matches the scope on this device.
+        public static let noSuchAccount = Code(base: .noSuchAccount)
+        /// A server step failed under ``SignOutPolicy/serverFirst``: the account stays signed in.
+        public static let serverStepFailed = Code(base: .serverStepFailed)
+        /// The credential could not be removed from this device.
+        public static let localRemovalFailed = Code(base: .localRemovalFailed)
+        /// A revocation failed and could not be queued either (the store failed, or the outbox is
+        /// full): the account stays on this device, so that its token is not lost.
+        public static let revocationNotQueued = Code(base: .revocationNotQueued)
+        /// A record of the store is damaged and cannot be read: its tokens cannot be revoked, and
+        /// it stays until removed on purpose (see ``CredentialStore/damagedRecords()``).
+        public static let damagedRecord = Code(base: .damagedRecord)
+
+        public var description: String { base.rawValue }
+    }
+
+    /// What went wrong.
+    public var code: Code
+    /// The account still signed in.
+    public var account: CredentialID?
+    /// What happened.
+    public var reason: String
+    /// The error behind it.
+    public var underlying: (any Error & Sendable)?
+    /// Whether signing out again later may succeed (a server or a store that was unreachable,
+    /// say); a missing account or a damaged store stays as it is.
+    public var isRetryable: Bool
+
+    /// Creates an error.
+    public init(
+        _ code: Code, account: CredentialID? = nil, reason: String, underlying: (any Error & Sendable)? = nil,
+        retryable: Bool = false
+    ) {
+        self.code = code
+        self.account = account
+        self.reason = reason
+        self.underlying = underlying
+        self.isRetryable = retryable
+    }
+
+    public var description: String { reason }
+}
+
+/// The result of a sign-out: what happened on this device and at the provider, step by step.
+public enum SignOutResult: Sendable, CustomStringConvertible {
+    /// Signed out here, and every server step succeeded (or did not apply).
+    case complete([SignOutStep])
+    /// Signed out here, but some server step failed; each failure says whether it was queued
+    /// for another try.
+    case partial([SignOutStep])
+    /// Still signed in: a server step failed under `serverFirst`, or local removal failed.
+    case failed(SignOutError, [SignOutStep])
+
+    /// Every step, for every account.
+    public var steps: [SignOutStep] {
+        switch self {
+        case .complete(let steps), .partial(let steps), .failed(_, let steps): steps
+        }
+    }
+
+    /// Whether the accounts are signed out on this device.
+    public var signedOutLocally: Bool {
+        if case .failed = self { false } else { true }
+    }
+
+    /// URLs a browser must open to end provider sessions.
+    public var browserURLs: [URL] { steps.compactMap(\.browserURL) }
+
+    /// The steps that failed or were queued.
+    public var failures: [SignOutStep] { steps.filter { $0.status == .failed || $0.status == .queued } }
+
+    public var description: String {
+        switch self {
+        case .complete: "complete"
+        case .partial(let steps):
+            "partial: \(steps.filter { $0.status == .failed || $0.status == .queued }.count) step(s) failed or queued"
+        case .failed(let error, _): "failed: \(error)"
+        }
+    }
+}

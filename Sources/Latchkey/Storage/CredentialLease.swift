@@ -1,0 +1,64 @@
+public import Foundation
+
+/// The terms of a credential's lease: how long its holder may hold it, and the time it goes by.
+///
+/// A lease has one meaning on every backend:
+/// - `duration` is the longest a holder may hold it. The store bounds the holder's work by it
+///   (see ``CredentialStore/leaseDuration``): every request the holder sends must be answered,
+///   body included, before the lease's deadline.
+/// - A holder that is still working keeps the lease, however long it takes: the backend ties
+///   the lease to the holder (its task, its process, its database connection) or renews it
+///   while the holder runs. It is never handed to another holder meanwhile.
+/// - A holder that died (its process was killed, its connection dropped) loses the lease: at
+///   once where the backend can tell, otherwise once `duration` has passed without a renewal.
+/// - A task waiting for the lease can be cancelled; it then throws
+///   ``StorageError/Code/cancelled`` and holds nothing.
+public struct LeaseTerms: Sendable {
+    /// The longest a holder may hold the lease, and how long a dead holder's lease outlives it
+    /// at most.
+    public var duration: Duration
+    /// The time the lease goes by (the store's clock): a backend that records an expiry uses
+    /// its date, so that tests move time instead of waiting.
+    public var clock: any LatchkeyClock
+
+    /// Creates terms.
+    public init(duration: Duration, clock: any LatchkeyClock = SystemClock()) {
+        self.duration = duration
+        self.clock = clock
+    }
+
+    /// The duration in seconds.
+    public var seconds: TimeInterval {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+}
+
+/// What the holder of a credential's lease reads and writes that credential through.
+///
+/// Most backends hand the holder the storage itself. A backend whose lease lives on a resource
+/// of its own hands a view that works through that resource: the PostgreSQL storage's holder
+/// reads and writes on the connection that holds the lease, so that holders never wait for a
+/// second connection of a pool they are all holding (see ``CredentialStorage/withCredentialLease(for:terms:_:)``).
+public protocol LeasedCredentialAccess: Sendable {
+    /// The credential with this identifier, or `nil` when there is none. Throws
+    /// ``StorageError/Code/corruptRecord`` when its record is damaged.
+    func credential(for id: CredentialID) async throws(StorageError) -> StoredCredential?
+
+    /// Replaces the credential if the stored record still has `credential.version`
+    /// (compare-and-swap), as ``CredentialStorage/update(_:)`` does.
+    func update(_ credential: StoredCredential) async throws(StorageError)
+
+    /// Deletes the credential and clears the default if it pointed to it, as
+    /// ``CredentialStorage/delete(_:)`` does.
+    func delete(_ id: CredentialID) async throws(StorageError) -> StorageDeletion
+
+    /// Adds an outbox entry, as ``OutboxStorage/enqueue(_:limit:)`` does, when this access also
+    /// reaches the store's outbox; `false` when it does not (the store then queues through its
+    /// outbox storage).
+    func enqueueThroughLease(_ entry: OutboxEntry, limit: Int) async throws(StorageError) -> Bool
+}
+
+extension LeasedCredentialAccess {
+    /// By default an access does not reach the outbox.
+    public func enqueueThroughLease(_ entry: OutboxEntry, limit: Int) async throws(StorageError) -> Bool { false }
+}

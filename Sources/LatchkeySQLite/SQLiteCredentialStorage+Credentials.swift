@@ -1,0 +1,137 @@
+import Foundation
+import GRDB
+public import Latchkey
+import Logging
+
+extension SQLiteCredentialStorage {
+    private static let selectAll = "SELECT \(SQL.list(SealedCredential.columns)) FROM credential"
+    private static let oldestFirst = "ORDER BY created_at, rowid"
+
+    public func all() async throws(StorageError) -> [StoredCredential] {
+        try await credentials("\(Self.selectAll) \(Self.oldestFirst)").values
+    }
+
+    public func accounts() async throws(StorageError) -> [AccountSummary] {
+        try await read { db, _ in
+            try Row.fetchAll(
+                db,
+                sql: "SELECT \(SQL.list(SealedCredential.listedColumns)) FROM credential \(Self.oldestFirst)"
+            ).map(SealedCredential.summary(row:))
+        }
+    }
+
+    public func credential(for id: CredentialID) async throws(StorageError) -> StoredCredential? {
+        let read = try await credentials("\(Self.selectAll) WHERE id = ?", [id.rawValue])
+        if let damaged = read.damaged.first {
+            throw StorageError(
+                .corruptRecord, path: path,
+                reason: "The stored credential \(damaged.id) cannot be read: \(damaged.reason).")
+        }
+        return read.values.first
+    }
+
+    public func credentials(matching query: CredentialQuery) async throws(StorageError) -> [StoredCredential] {
+        let (column, value): (String, String)
+        switch query {
+        case .subject(let subject): (column, value) = ("subject", subject)
+        case .username(let username): (column, value) = ("username", username)
+        case .email(let email): (column, value) = ("email", email)
+        case .issuer(let issuer): (column, value) = ("issuer", issuer)
+        }
+        return try await credentials("\(Self.selectAll) WHERE \(column) = ? \(Self.oldestFirst)", [value]).values
+    }
+
+    public func insert(_ credential: StoredCredential) async throws(StorageError) {
+        var inserted = credential
+        inserted.version = 1
+        let first = inserted
+        try await write { db, sealer in
+            let row = try SealedCredential(first, sealer: sealer)
+            guard try !Bool.fetchOne(db, sql: "SELECT 1 FROM credential WHERE id = ?", arguments: [row.id]).isTrue
+            else { throw StorageError.duplicateCredential(credential.id) }
+            try db.execute(
+                sql: """
+                    INSERT INTO credential (\(SQL.list(SealedCredential.columns)))
+                    VALUES (\(SQL.placeholders(SealedCredential.columns)))
+                    """, arguments: row.arguments)
+        }
+    }
+
+    public func update(_ credential: StoredCredential) async throws(StorageError) {
+        // The row is written as the version it becomes, only over the version that was read.
+        var next = credential
+        next.version += 1
+        let written = next
+        try await write { db, sealer in
+            let row = try SealedCredential(written, sealer: sealer)
+            var arguments = row.arguments
+            arguments += [row.id, credential.version]
+            try db.execute(
+                sql: "UPDATE credential SET \(SQL.assignments(SealedCredential.columns)) WHERE id = ? AND version = ?",
+                arguments: arguments)
+            guard db.changesCount == 0 else { return }
+            guard try Bool.fetchOne(db, sql: "SELECT 1 FROM credential WHERE id = ?", arguments: [row.id]).isTrue
+            else { throw StorageError.credentialNotFound(credential.id) }
+            throw StorageError.versionConflict(credential.id)
+        }
+    }
+
+    public func delete(_ id: CredentialID) async throws(StorageError) -> StorageDeletion {
+        try await write { db, sealer in
+            try db.execute(sql: "DELETE FROM credential WHERE id = ?", arguments: [id.rawValue])
+            guard db.changesCount > 0 else { return StorageDeletion(deleted: false, clearedDefault: false) }
+            guard case .some(id) = try Self.defaultMarker(db, sealer: sealer) else {
+                return StorageDeletion(deleted: true, clearedDefault: false)
+            }
+            try db.execute(sql: "DELETE FROM setting WHERE name = ?", arguments: [DefaultMarker.settingName])
+            return StorageDeletion(deleted: true, clearedDefault: true)
+        }
+    }
+
+    public func defaultCredentialID() async throws(StorageError) -> CredentialID? {
+        let path = self.path
+        return try await read { db, sealer in try Self.defaultMarker(db, sealer: sealer).credentialID(path: path) }
+    }
+
+    public func setDefaultCredentialID(_ id: CredentialID?) async throws(StorageError) {
+        try await write { db, sealer in
+            guard let id else {
+                try db.execute(sql: "DELETE FROM setting WHERE name = ?", arguments: [DefaultMarker.settingName])
+                return
+            }
+            guard try Bool.fetchOne(db, sql: "SELECT 1 FROM credential WHERE id = ?", arguments: [id.rawValue]).isTrue
+            else { throw StorageError.credentialNotFound(id) }
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO setting (name, value) VALUES (?, ?)",
+                arguments: [DefaultMarker.settingName, try DefaultMarker.seal(id, with: sealer)])
+        }
+    }
+
+    public func damagedRecords() async throws(StorageError) -> [DamagedRecord] {
+        try await read { db, sealer in
+            var damaged = try Self.readCredentials(db, Self.selectAll, sealer: sealer).damaged
+            if case .damaged = try Self.defaultMarker(db, sealer: sealer) {
+                damaged.append(DefaultMarker.damagedRecord)
+            }
+            return damaged
+        }
+    }
+
+    /// The credentials `sql` selects, a damaged row logged, reported and left as it is.
+    private func credentials(_ sql: String, _ arguments: StatementArguments = []) async throws(StorageError)
+        -> (values: [StoredCredential], damaged: [DamagedRecord])
+    {
+        let read = try await read { db, sealer in
+            try Self.readCredentials(db, sql, arguments: arguments, sealer: sealer)
+        }
+        for damaged in read.damaged {
+            logger.error("damaged record left as it is", metadata: ["record": "\(damaged)"])
+        }
+        return read
+    }
+}
+
+extension Optional where Wrapped == Bool {
+    /// Whether a `SELECT 1` found a row.
+    var isTrue: Bool { self == true }
+}
