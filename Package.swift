@@ -143,6 +143,7 @@ let package = Package(
             name: "latchkey-bench",
             dependencies: [
                 "Latchkey", "LatchkeySQLite", "LatchkeyPostgres", "LatchkeyHTTP", "LatchkeyDevProvider",
+                "LatchkeyStorageTesting",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
@@ -200,6 +201,7 @@ let package = Package(
             name: "LatchkeyClientTests",
             dependencies: [
                 "Latchkey", "LatchkeyHTTP", "LatchkeyDevProvider", "LatchkeySQLite", "LatchkeyTestSupport",
+                "LatchkeyStorageTesting",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

@@ -12,6 +12,7 @@ import Latchkey
 import LatchkeyDevProvider
 import LatchkeyHTTP
 import LatchkeySQLite
+import LatchkeyStorageTesting
 import Synchronization
 
 struct Figure: Encodable {
@@ -118,6 +119,34 @@ if runs("provider") {
     record("refresh.single_flight.requests", Double(dev.faults.count("token.refresh_token")), "count")
     record("refresh.single_flight.caller_latency.median", percentile(waits, 0.5), "ms")
     record("refresh.single_flight.caller_latency.p99", percentile(waits, 0.99), "ms")
+
+    // MARK: Store operations per refresh and per global sign-out (SQLite, counted)
+    do {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-bench-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let counting = CountingStorage(
+            try await SQLiteCredentialStorage.open(path: folder.appendingPathComponent("credentials.sqlite").path))
+        let counted = CredentialStore(storage: counting, clock: clock)
+        let account = try await refreshing.signIn(
+            .password(username: "alice", password: "alice-password"), into: counted)
+        dev.faults.clear()
+        clock.advance(3_600)
+        counting.reset()
+        _ = try await account.accessToken()
+        let refresh = counting.counts
+        record("store_ops.refresh.reads", Double(refresh.reads), "count")
+        record("store_ops.refresh.opens", Double(refresh.opens), "count")
+        record("store_ops.refresh.writes", Double(refresh.writes), "count")
+        record("store_ops.refresh.leases", Double(refresh.leases), "count")
+        clock.advance(3_600)
+        counting.reset()
+        _ = await counted.signOut(.current, options: .global)
+        let signOut = counting.counts
+        record("store_ops.global_signout.reads", Double(signOut.reads), "count")
+        record("store_ops.global_signout.opens", Double(signOut.opens), "count")
+        record("store_ops.global_signout.writes", Double(signOut.writes), "count")
+        record("store_ops.global_signout.leases", Double(signOut.leases), "count")
+    }
 
     // MARK: Outbox drain: 1,000 queued revocations, 20 ms added latency
     dev.faults.clear()

@@ -3,6 +3,7 @@ import Latchkey
 import LatchkeyDevProvider
 import LatchkeyHTTP
 import LatchkeySQLite
+import LatchkeyStorageTesting
 import LatchkeyTestSupport
 import Logging
 import ServiceLifecycle
@@ -218,6 +219,32 @@ struct SignOutTests {
             #expect(status(result, "global-signout") == .succeeded)
             let error = await #expect(throws: ProviderError.self) { _ = try await other.refresh() }
             #expect(error?.requiresSignIn == true)
+        }
+    }
+
+    @Test("a global sign-out after expiry takes each lease once and opens each credential once")
+    func storeOperationsPerSignOut() async throws {
+        let clock = TestClock()
+        let counting = CountingStorage(InMemoryCredentialStorage())
+        let store = CredentialStore(storage: counting, logger: TraceLog.logger("store"), clock: clock)
+        try await withDevices(clock: clock, storeA: store) { devices in
+            _ = try await devices.signIn(devices.a)
+            _ = try await devices.signIn(devices.a, "bob")
+            _ = try await devices.provider.metadata()
+            clock.advance(600)
+            counting.reset()
+            let result = await devices.a.signOut(.all, options: .global)
+            guard case .complete = result else {
+                Issue.record("expected complete, got \(result)")
+                return
+            }
+            #expect(result.steps.filter { $0.kind == .refresh && $0.status == .succeeded }.count == 2)
+            let counts = counting.counts
+            #expect(counts.leases == 2, "\(counts)")
+            #expect(counts.opens == 2, "\(counts)")
+            // Per account: the refresh's answer (stored before anything else can fail), its new
+            // ID token once verified, and the removal.
+            #expect(counts.writes == 6, "\(counts)")
         }
     }
 

@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 
 /// One account's sign-out as a pure value: from what is known — the options and policy, what
 /// the provider can do, what the credential holds, and each step's outcome as it comes — it
@@ -14,21 +14,21 @@ import Foundation
 /// ``SignOutPolicy/alwaysLocal``, queueing every server step that failed (a queued revocation or
 /// end-session waits for a queued global sign-out of the same account) and removing the account,
 /// unless a step could be neither sent nor queued.
-struct SignOutPlan: Sendable {
+package struct SignOutPlan: Sendable {
     /// What the credential holds, as far as the plan cares.
-    struct Tokens: Sendable, Hashable {
+    package struct Tokens: Sendable, Hashable {
         /// Whether it has an access token.
-        var hasAccessToken: Bool
+        package var hasAccessToken: Bool
         /// Whether that access token is still valid.
-        var accessTokenValid: Bool
+        package var accessTokenValid: Bool
         /// Whether it has a refresh token.
-        var hasRefreshToken: Bool
+        package var hasRefreshToken: Bool
         /// The kinds it holds that a sign-out revokes (or, for a session token, logs out), in
         /// order: access token, refresh token, device secret, session token.
-        var revocable: [TokenKind]
+        package var revocable: [TokenKind]
 
         /// The facts of `token` at `date`.
-        init(_ token: Token, at date: Date) {
+        package init(_ token: Token, at date: Date) {
             hasAccessToken = token.accessToken != nil
             accessTokenValid = token.accessToken != nil && !token.isExpired(at: date)
             hasRefreshToken = token.refreshToken != nil
@@ -38,7 +38,7 @@ struct SignOutPlan: Sendable {
         }
 
         /// Facts given one by one (for tests).
-        init(hasAccessToken: Bool, accessTokenValid: Bool, hasRefreshToken: Bool, revocable: [TokenKind]) {
+        package init(hasAccessToken: Bool, accessTokenValid: Bool, hasRefreshToken: Bool, revocable: [TokenKind]) {
             self.hasAccessToken = hasAccessToken
             self.accessTokenValid = accessTokenValid
             self.hasRefreshToken = hasRefreshToken
@@ -47,7 +47,7 @@ struct SignOutPlan: Sendable {
     }
 
     /// Whether the provider has a global sign-out.
-    enum GlobalSupport: Sendable {
+    package enum GlobalSupport: Sendable {
         case supported
         case unsupported
         /// Could not be found out (the provider's metadata could not be fetched).
@@ -55,7 +55,7 @@ struct SignOutPlan: Sendable {
     }
 
     /// What the executor does next; it hands the step's outcome back to the method named.
-    enum Action: Sendable {
+    package enum Action: Sendable {
         /// Refresh the access token (in the transaction), then call ``refreshed(_:)``.
         case refresh
         /// Send the global sign-out with the current access token, then call ``signedOutGlobally(_:)``.
@@ -77,28 +77,28 @@ struct SignOutPlan: Sendable {
 
     /// A step to queue: its action in the outbox, and whether it waits for the account's global
     /// sign-out queued with it.
-    struct QueuedStep: Sendable, Hashable {
-        var action: OutboxEntry.Action
-        var waitsForGlobalSignOut: Bool
+    package struct QueuedStep: Sendable, Hashable {
+        package var action: OutboxEntry.Action
+        package var waitsForGlobalSignOut: Bool
         /// Why it failed, for the entry's ``OutboxEntry/lastError``.
-        var lastError: String?
+        package var lastError: String?
         /// How long the provider asked to wait.
-        var retryAfter: Duration?
+        package var retryAfter: Duration?
     }
 
-    let account: CredentialID
-    let accountName: String?
-    let options: SignOutOptions
+    package let account: CredentialID
+    package let accountName: String?
+    package let options: SignOutOptions
     /// `nil` when no provider is registered for the credential's issuer and client.
-    let globalSupport: GlobalSupport?
-    private(set) var tokens: Tokens
+    package let globalSupport: GlobalSupport?
+    package private(set) var tokens: Tokens
     /// Every step so far, in order.
-    private(set) var steps: [SignOutStep] = []
+    package private(set) var steps: [SignOutStep] = []
     private var failure: SignOutError?
 
     /// A plan for `account`. `globalSupport` is `nil` when no provider is registered for it (and
     /// is only looked at for a global sign-out).
-    init(
+    package init(
         account: CredentialID, accountName: String?, options: SignOutOptions, globalSupport: GlobalSupport?,
         tokens: Tokens
     ) {
@@ -120,7 +120,7 @@ struct SignOutPlan: Sendable {
     // MARK: Deciding
 
     /// The first step.
-    mutating func start() -> Action {
+    package mutating func start() -> Action {
         if options.global && globalSupported {
             if !tokens.accessTokenValid { return .refresh }
             record(.refresh, .skipped, reason: .init(.accessTokenStillValid, "the access token is still valid"))
@@ -214,7 +214,7 @@ struct SignOutPlan: Sendable {
     // MARK: Outcomes
 
     /// The refresh's outcome, and what the credential holds afterwards.
-    mutating func refreshed(_ result: Result<Tokens, ProviderError>) -> Action {
+    package mutating func refreshed(_ result: Result<Tokens, ProviderError>) -> Action {
         switch result {
         case .success(let refreshed):
             tokens = refreshed
@@ -228,7 +228,7 @@ struct SignOutPlan: Sendable {
     }
 
     /// The global sign-out's outcome.
-    mutating func signedOutGlobally(_ result: Result<Void, ProviderError>) -> Action {
+    package mutating func signedOutGlobally(_ result: Result<Void, ProviderError>) -> Action {
         switch result {
         case .success: record(.globalSignOut, .succeeded)
         case .failure(let error):
@@ -241,7 +241,7 @@ struct SignOutPlan: Sendable {
 
     /// The revocations' outcomes, kind by kind, and the end-session request's (`nil` when none
     /// was sent): a URL when the provider needs a browser to finish it.
-    mutating func revoked(_ outcomes: [TokenKind: RevocationOutcome], endSession: Result<URL?, ProviderError>?)
+    package mutating func revoked(_ outcomes: [TokenKind: RevocationOutcome], endSession: Result<URL?, ProviderError>?)
         -> Action
     {
         for kind in revokes ? tokens.revocable : [] {
@@ -281,7 +281,7 @@ struct SignOutPlan: Sendable {
     }
 
     /// A hook's outcome: `error` is what it threw.
-    mutating func ranHook(_ index: Int, error: (any Error & Sendable)?) -> Action {
+    package mutating func ranHook(_ index: Int, error: (any Error & Sendable)?) -> Action {
         let name = options.hooks[index].name
         if let error {
             record(.hook(name), .failed, reason: .init(.hookFailed, "\(error)"), error: error, retryable: true)
@@ -293,7 +293,7 @@ struct SignOutPlan: Sendable {
 
     /// What became of each step ``Action/queue(_:)`` named: `nil` when it was queued, else why
     /// it could not be.
-    mutating func queued(_ results: [(QueuedStep, StorageError?)]) -> Action {
+    package mutating func queued(_ results: [(QueuedStep, StorageError?)]) -> Action {
         var notQueued: StorageError?
         for (step, result) in results {
             guard let index = steps.firstIndex(where: { $0.status == .failed && $0.kind == step.action.stepKind })
@@ -323,7 +323,7 @@ struct SignOutPlan: Sendable {
 
     /// The outcome of keeping the account under ``SignOutPolicy/serverFirst``: `error` when the
     /// revoked tokens could not be dropped (they are dead at the provider either way).
-    mutating func kept(_ error: StorageError?) -> Action {
+    package mutating func kept(_ error: StorageError?) -> Action {
         record(.localRemoval, .skipped, reason: .init(.serverStepFailed, "a server step failed; still signed in"))
         let failed = steps.first { $0.status == .failed }
         return fail(
@@ -334,7 +334,7 @@ struct SignOutPlan: Sendable {
     }
 
     /// The outcome of removing the account: whether there was one to remove.
-    mutating func removed(_ result: Result<Bool, StorageError>) -> Action {
+    package mutating func removed(_ result: Result<Bool, StorageError>) -> Action {
         switch result {
         case .success(true):
             record(.localRemoval, .succeeded)
@@ -354,7 +354,7 @@ struct SignOutPlan: Sendable {
     }
 
     /// The account's result so far: every step, and why it is still signed in, if it is.
-    var outcome: AccountSignOut { AccountSignOut(account: account, steps: steps, failure: failure) }
+    package var outcome: AccountSignOut { AccountSignOut(account: account, steps: steps, failure: failure) }
 
     // MARK: Recording
 
@@ -384,10 +384,10 @@ struct SignOutPlan: Sendable {
 }
 
 /// One account's sign-out: its steps, and why it is still signed in, if it is.
-struct AccountSignOut: Sendable {
-    var account: CredentialID
-    var steps: [SignOutStep]
-    var failure: SignOutError?
+package struct AccountSignOut: Sendable {
+    package var account: CredentialID
+    package var steps: [SignOutStep]
+    package var failure: SignOutError?
 }
 
 extension OutboxEntry.Action {
