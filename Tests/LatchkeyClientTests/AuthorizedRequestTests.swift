@@ -62,19 +62,28 @@ struct AuthorizedRequestTests {
         }
     }
 
-    @Test("a 401 without invalid_token is returned as it is, with no refresh")
+    @Test("a 401 naming another error is returned as it is; a bare 401 gets one refresh and one retry")
     func otherUnauthorizedAnswers() async throws {
         try await withHarness(.dev) { harness in
             let credential = try await harness.provider.signIn(
                 .password(username: "alice", password: "alice-password"), into: harness.store)
             let dev = try #require(harness.dev)
-            dev.faults.set(.status(401), for: .userinfo)
+            dev.faults.set(
+                DevProviderFault(status: 401, wwwAuthenticate: #"Bearer error="insufficient_scope""#), for: .userinfo)
             dev.faults.resetCounters()
-            let answer = try await credential.send(
+            let refused = try await credential.send(
                 HTTPRequest(method: .get, url: dev.url(.userinfo)), through: transport)
-            #expect(answer.response.status == .unauthorized)
+            #expect(refused.response.status == .unauthorized)
             #expect(dev.faults.count(.userinfo) == 1)
             #expect(dev.faults.count("token.refresh_token") == 0)
+
+            // No error named: the token sent was not taken; it is refreshed once, tried once more.
+            dev.faults.set(.status(401), for: .userinfo)
+            dev.faults.resetCounters()
+            let bare = try await credential.send(HTTPRequest(method: .get, url: dev.url(.userinfo)), through: transport)
+            #expect(bare.response.status == .unauthorized)
+            #expect(dev.faults.count(.userinfo) == 2)
+            #expect(dev.faults.count("token.refresh_token") == 1)
         }
     }
 

@@ -14,7 +14,7 @@ struct JWKSCacheTests {
 
     static let set = JWKS(keys: [])
 
-    func cache(_ counter: Counter, clock: TestClock) -> JWKSCache<TestClock> {
+    func cache(_ counter: Counter, clock: TestClock) -> JWKSCache {
         JWKSCache(clock: clock, timeToLive: .seconds(3_600), minimumRefetchInterval: .seconds(60)) {
             () async throws(ProviderError) -> JWKS in
             counter.fetches.withLock { $0 += 1 }

@@ -50,12 +50,13 @@ extension Credential {
 
     /// Sends `request` to a resource server with a fresh access token, through `transport`.
     ///
-    /// When the server answers 401 with `WWW-Authenticate: Bearer error="invalid_token"` (RFC
-    /// 6750 §3.1), the token is marked rejected, refreshed once (one refresh for every caller,
-    /// in this process and every process sharing the store) and the request sent once more.
-    /// The body is held in memory, so the second send carries it unchanged; a streamed body,
-    /// which could not be sent twice, is not something this helper takes. Any other answer,
-    /// a 401 without `invalid_token` included, is returned as it is.
+    /// When the server answers that the token is not valid — a 401 whose `Bearer` challenge says
+    /// `error="invalid_token"` (RFC 6750 §3.1) or names no error at all — the token is marked
+    /// rejected, refreshed once (one refresh for every caller, in this process and every process
+    /// sharing the store) and the request sent once more. The body is held in memory, so the
+    /// second send carries it unchanged; a streamed body, which could not be sent twice, is not
+    /// something this helper takes. Any other answer, a 401 naming another error included
+    /// (`insufficient_scope`), is returned as it is.
     ///
     /// - Throws: the refresh's ``ProviderError`` (``ProviderError/Code/signInRequired`` when
     ///   the account must sign in again), or ``ProviderError/Code/transport`` when the server
@@ -66,7 +67,7 @@ extension Credential {
     ) async throws(ProviderError) -> HTTPTransportResponse {
         let token = try await accessToken()
         let first = try await Self.send(request, token: token, body: body, through: transport, options: options)
-        guard Self.rejectsToken(first.response) else { return first }
+        guard AuthenticationChallenge.rejectsToken(first.response) else { return first }
         store.logger.debug("a resource server rejected the access token; refreshing", metadata: ["credential": "\(id)"])
         try await reject(accessToken: token)
         let fresh = try await accessToken()
@@ -85,17 +86,6 @@ extension Credential {
             throw ProviderError(
                 error.kind == .cancelled ? .cancelled : .transport,
                 reason: "The resource server could not be reached.", underlying: error)
-        }
-    }
-
-    /// Whether `response` is RFC 6750's "the access token is not valid": a 401 whose Bearer
-    /// challenge says `error="invalid_token"`.
-    static func rejectsToken(_ response: HTTPResponse) -> Bool {
-        guard response.status == .unauthorized else { return false }
-        return response.headerFields[values: .wwwAuthenticate].contains { challenge in
-            let lowered = challenge.lowercased()
-            return lowered.hasPrefix("bearer")
-                && (lowered.contains("error=\"invalid_token\"") || lowered.contains("error=invalid_token"))
         }
     }
 }

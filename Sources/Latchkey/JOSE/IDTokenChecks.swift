@@ -7,20 +7,21 @@ import Logging
 /// with a rejection logged by its reason and reported as ``ProviderError/Code/idTokenRejected``.
 struct IDTokenChecks: Sendable {
     let clientID: String
-    let algorithms: Set<String>
+    let algorithms: Set<JWSAlgorithm>
     let leeway: TimeInterval
-    let keys: JWKSCache<ContinuousClock>
+    let keys: JWKSCache
     let logger: Logger
 
-    /// Checks with a key set that `fetch` fetches, once for many callers (see ``JWKSCache``).
+    /// Checks with a key set that `fetch` fetches, once for many callers (see ``JWKSCache``), on
+    /// the provider's clock.
     init(
-        clientID: String, algorithms: Set<String>, leeway: TimeInterval, logger: Logger,
-        fetch: @escaping @Sendable () async throws(ProviderError) -> JWKS
+        clientID: String, algorithms: Set<JWSAlgorithm>, leeway: TimeInterval, logger: Logger,
+        clock: any LatchkeyClock, fetch: @escaping @Sendable () async throws(ProviderError) -> JWKS
     ) {
         self.clientID = clientID
         self.algorithms = algorithms
         self.leeway = leeway
-        self.keys = JWKSCache(clock: ContinuousClock(), fetch: fetch)
+        self.keys = JWKSCache(clock: clock, fetch: fetch)
         self.logger = logger
     }
 

@@ -78,8 +78,8 @@ public struct IDTokenVerifier: Sendable {
     /// Tokens longer than this are rejected without being parsed.
     public static let maximumLength = 16 * 1024
     /// The algorithms accepted by default: RSA PKCS#1, RSA-PSS and ECDSA. Never `none` or HMAC.
-    public static let defaultAlgorithms: Set<String> = [
-        "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384",
+    public static let defaultAlgorithms: Set<JWSAlgorithm> = [
+        .rs256, .rs384, .rs512, .ps256, .ps384, .ps512, .es256, .es384,
     ]
 
     /// The issuer the token must name.
@@ -87,17 +87,17 @@ public struct IDTokenVerifier: Sendable {
     /// The client the token must be for.
     public var clientID: String
     /// The accepted algorithms (HMAC and `none` are removed even if listed).
-    public var algorithms: Set<String>
+    public var algorithms: Set<JWSAlgorithm>
     /// Clock skew tolerated on `exp` and `iat`.
     public var leeway: TimeInterval
 
     /// Creates a verifier.
     public init(
-        issuer: String, clientID: String, algorithms: Set<String> = defaultAlgorithms, leeway: TimeInterval = 60
+        issuer: String, clientID: String, algorithms: Set<JWSAlgorithm> = defaultAlgorithms, leeway: TimeInterval = 60
     ) {
         self.issuer = issuer
         self.clientID = clientID
-        self.algorithms = algorithms.filter { !$0.hasPrefix("HS") && $0.lowercased() != "none" }
+        self.algorithms = algorithms.filter(\.isAcceptable)
         self.leeway = leeway
     }
 
@@ -125,7 +125,7 @@ public struct IDTokenVerifier: Sendable {
         } catch {
             throw IDTokenError(.malformed)
         }
-        guard let algorithm = parsed.header.alg, algorithms.contains(algorithm) else {
+        guard let algorithm = parsed.header.alg, algorithms.contains(JWSAlgorithm(rawValue: algorithm)) else {
             throw IDTokenError(.algorithmNotAllowed)
         }
         var jwk = try await key(for: parsed.header.kid, algorithm: algorithm, keys: keys)

@@ -1,6 +1,8 @@
+import Foundation
 package import JWTKit
 
-/// A provider's key set, fetched once for many callers and kept for a while.
+/// A provider's key set, fetched once for many callers and kept for a while: the one key-set
+/// holder of every provider's ID-token checks.
 ///
 /// - Every caller waiting at the same time shares one fetch.
 /// - The set is kept for `timeToLive`, then fetched again on the next use.
@@ -9,54 +11,48 @@ package import JWTKit
 ///   make Latchkey hammer the provider. A refetch that failed (the provider was down) does not
 ///   count, so an outage never turns into a final "unknown key".
 ///
-/// The clock is injected, so tests move time instead of waiting.
-package actor JWKSCache<C: Clock> where C.Duration == Duration {
+/// Time is the provider's clock, so tests move time instead of waiting.
+package actor JWKSCache {
     private let fetch: @Sendable () async throws(ProviderError) -> JWKS
-    private let clock: C
-    private let timeToLive: Duration
-    private let minimumRefetchInterval: Duration
-    private var cached: (set: JWKS, fetchedAt: C.Instant)?
-    private var lastRefetch: C.Instant?
-    private var inFlight: Task<Result<JWKS, ProviderError>, Never>?
+    private let clock: any LatchkeyClock
+    private let timeToLive: TimeInterval
+    private let minimumRefetchInterval: TimeInterval
+    private var cached: (set: JWKS, fetchedAt: Date)?
+    private var lastRefetch: Date?
+    private let flight = SingleFlight<JWKS, ProviderError>()
 
     /// Creates a cache over `fetch`.
     package init(
-        clock: C, timeToLive: Duration = .seconds(3_600), minimumRefetchInterval: Duration = .seconds(60),
+        clock: any LatchkeyClock, timeToLive: Duration = .seconds(3_600),
+        minimumRefetchInterval: Duration = .seconds(60),
         fetch: @escaping @Sendable () async throws(ProviderError) -> JWKS
     ) {
         self.clock = clock
-        self.timeToLive = timeToLive
-        self.minimumRefetchInterval = minimumRefetchInterval
+        self.timeToLive = LeaseTerms(duration: timeToLive).seconds
+        self.minimumRefetchInterval = LeaseTerms(duration: minimumRefetchInterval).seconds
         self.fetch = fetch
     }
 
     /// The key set: the cached one while it is fresh; a new one when there is none, it is too
-    /// old, or `refetch` asks (an unknown `kid`) and the last fetch is old enough.
+    /// old, or `refetch` asks (an unknown `kid`) and the last refetch is old enough.
     package func keys(refetch: Bool = false) async throws(ProviderError) -> JWKS {
         var refetching = false
         if let cached {
-            let now = clock.now
-            let stale = cached.fetchedAt.duration(to: now) >= timeToLive
-            refetching = refetch && lastRefetch.map { $0.duration(to: now) >= minimumRefetchInterval } ?? true
+            let now = clock.date
+            let stale = now.timeIntervalSince(cached.fetchedAt) >= timeToLive
+            refetching = refetch && lastRefetch.map { now.timeIntervalSince($0) >= minimumRefetchInterval } ?? true
             if !stale && !refetching { return cached.set }
         }
-        if inFlight == nil {
-            inFlight = Task { () async -> Result<JWKS, ProviderError> in
-                do throws(ProviderError) {
-                    return .success(try await self.fetch())
-                } catch {
-                    return .failure(error)
-                }
+        let fetch = self.fetch
+        let set = try await flight.run { () async -> Result<JWKS, ProviderError> in
+            do throws(ProviderError) {
+                return .success(try await fetch())
+            } catch {
+                return .failure(error)
             }
-        }
-        guard let task = inFlight else {
-            throw ProviderError(.cancelled, endpoint: .jwks, reason: "The JWKS fetch stopped.")
-        }
-        let result = await task.value
-        inFlight = nil
-        let set = try result.get()
-        cached = (set, clock.now)
-        if refetching { lastRefetch = clock.now }
+        }.result.get()
+        cached = (set, clock.date)
+        if refetching { lastRefetch = clock.date }
         return set
     }
 }

@@ -100,9 +100,11 @@ public struct ProviderError: Error, Sendable, CustomStringConvertible {
         }
     }
 
-    /// Whether the provider rejected the access token sent (expired or revoked): a refresh may help.
+    /// Whether the provider rejected the access token sent (expired or revoked): a refresh may
+    /// help. The same rule as a resource server's answer (``Credential/send(_:body:through:options:)``):
+    /// `invalid_token`, or a 401 that names no other error.
     public var rejectedAccessToken: Bool {
-        status == 401 || oauthError == .invalidToken || tokenRejectedByProvider
+        oauthError == .invalidToken || (status == 401 && oauthError == nil) || tokenRejectedByProvider
     }
 
     /// Whether the account must sign in again (its refresh token was rejected).

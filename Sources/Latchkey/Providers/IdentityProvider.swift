@@ -58,9 +58,10 @@ extension IdentityProvider {
 
     /// Refreshes `token` on its own: prepares, exchanges the refresh token and verifies a new ID
     /// token. Nothing is stored, and nothing keeps two callers from spending the same refresh
-    /// token: use ``Credential/accessToken(minimumValidity:)`` or ``Credential/refresh()``,
-    /// which store the answer first and share one refresh among every caller.
-    public func refresh(_ token: Token) async throws(ProviderError) -> Token {
+    /// token: applications use ``Credential/accessToken(minimumValidity:)`` or
+    /// ``Credential/refresh()``, which store the answer first and share one refresh among every
+    /// caller. Package-only, for tests that play a writer without a lease.
+    package func refresh(_ token: Token) async throws(ProviderError) -> Token {
         try await prepareRefresh(of: token)
         let refreshed = try await exchangeRefreshToken(of: token)
         if refreshed.idToken != token.idToken {

@@ -80,6 +80,8 @@ public struct DevProviderFault: Sendable, Codable, Hashable {
     public var status: Int?
     /// The `Retry-After` header (seconds) sent with a forced status.
     public var retryAfter: Int?
+    /// The `WWW-Authenticate` header sent with a forced status (a resource server's challenge).
+    public var wwwAuthenticate: String?
     /// Close the connection without answering.
     public var dropConnection: Bool?
     /// Answer 200 with a body that is not valid JSON.
@@ -91,12 +93,13 @@ public struct DevProviderFault: Sendable, Codable, Hashable {
 
     /// Creates a fault.
     public init(
-        latencyMilliseconds: Int? = nil, status: Int? = nil, retryAfter: Int? = nil, dropConnection: Bool? = nil,
-        malformedBody: Bool? = nil, oversizedBodyBytes: Int? = nil, remaining: Int? = nil
+        latencyMilliseconds: Int? = nil, status: Int? = nil, retryAfter: Int? = nil, wwwAuthenticate: String? = nil,
+        dropConnection: Bool? = nil, malformedBody: Bool? = nil, oversizedBodyBytes: Int? = nil, remaining: Int? = nil
     ) {
         self.latencyMilliseconds = latencyMilliseconds
         self.status = status
         self.retryAfter = retryAfter
+        self.wwwAuthenticate = wwwAuthenticate
         self.dropConnection = dropConnection
         self.malformedBody = malformedBody
         self.oversizedBodyBytes = oversizedBodyBytes
@@ -243,6 +246,7 @@ struct FaultMiddleware: RouterMiddleware {
                 ["error": "temporarily_unavailable", "error_description": "Injected fault: status \(status)."],
                 status: HTTPResponse.Status(code: status))
             if let retryAfter = fault.retryAfter { response.headers[.retryAfter] = String(retryAfter) }
+            if let challenge = fault.wwwAuthenticate { response.headers[.wwwAuthenticate] = challenge }
             return response
         }
         var response = try await next(request, context)

@@ -23,7 +23,7 @@ public struct PingJourneyConfiguration: Sendable, Hashable {
     /// The scopes asked for.
     public var scopes: [String]
     /// The ID token signature algorithms accepted.
-    public var idTokenAlgorithms: Set<String>
+    public var idTokenAlgorithms: Set<JWSAlgorithm>
     /// Clock skew tolerated on ID token times, in seconds.
     public var leeway: TimeInterval
     /// Limits of every request.
@@ -39,7 +39,7 @@ public struct PingJourneyConfiguration: Sendable, Hashable {
         cookieName: String? = nil,
         redirectURI: URL? = nil,
         scopes: [String] = ["openid", "profile", "email", "offline_access"],
-        idTokenAlgorithms: Set<String> = IDTokenVerifier.defaultAlgorithms,
+        idTokenAlgorithms: Set<JWSAlgorithm> = IDTokenVerifier.defaultAlgorithms,
         leeway: TimeInterval = 60,
         requestOptions: HTTPTransportOptions = HTTPTransportOptions()
     ) {

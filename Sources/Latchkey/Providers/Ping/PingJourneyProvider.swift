@@ -45,8 +45,8 @@ public actor PingJourneyProvider: IdentityProvider {
     public nonisolated let openID: OpenIDProvider
     let wire: ProviderWire
     let logger: Logger
-    private var discoveredCookieName: String?
-    private var cookieNameTask: Task<Result<String, ProviderError>, Never>?
+    /// The session header's name, from AM's `serverinfo` when not configured: fetched once.
+    private nonisolated let cookieName = CachedValue<String, ProviderError>()
 
     /// Creates a provider; nothing is fetched until it is used.
     ///
@@ -60,7 +60,9 @@ public actor PingJourneyProvider: IdentityProvider {
         self.openID = OpenIDProvider(
             configuration: configuration.openID, transport: transport, logger: logger, clock: clock)
         self.identity = openID.identity
-        self.wire = ProviderWire(transport: transport, options: configuration.requestOptions, logger: logger)
+        self.wire = ProviderWire(
+            transport: transport, options: configuration.requestOptions, logger: logger, clock: clock,
+            refusal: Self.refusal)
         self.logger = logger
     }
 
@@ -110,14 +112,8 @@ public actor PingJourneyProvider: IdentityProvider {
 
     /// The session header's name: configured, or from AM's `serverinfo` (fetched once).
     public func sessionCookieName() async throws(ProviderError) -> String {
-        if let name = configuration.cookieName ?? discoveredCookieName { return name }
-        let task = cookieNameTask ?? Task { await self.fetchCookieName() }
-        cookieNameTask = task
-        let result = await task.value
-        cookieNameTask = nil
-        let name = try result.get()
-        discoveredCookieName = name
-        return name
+        if let name = configuration.cookieName { return name }
+        return try await cookieName.value { await self.fetchCookieName() }
     }
 
     private func fetchCookieName() async -> Result<String, ProviderError> {
@@ -207,13 +203,14 @@ public actor PingJourneyProvider: IdentityProvider {
         var http = HTTPRequest(method: .get, url: request.url)
         http.headerFields[header] = session
         http.headerFields[Self.acceptAPIVersion] = "resource=2.1, protocol=1.0"
-        let answer = try await wire.send(.authorization, http, body: nil)
+        let mintRequest = ProviderRequest(.authorization, http, secrets: [session])
+        let answer = try await wire.send(mintRequest)
         let status = answer.response.status.code
         guard (300..<400).contains(status), let location = answer.response.headerFields[.location],
             let callback = URL(string: location, relativeTo: request.url)?.absoluteURL,
             Self.isRedirect(callback, to: configuration.redirectURI)
         else {
-            guard status < 400 else { throw OpenIDProvider.failure(.authorization, answer, secrets: [session]) }
+            guard status < 400 else { throw OAuthRefusal.error(mintRequest, answer, now: openID.clock.date) }
             // A sign-in page, or a redirect to one: AM no longer takes the session.
             throw ProviderError(
                 .signInRequired, endpoint: .authorization,
@@ -327,23 +324,18 @@ public actor PingJourneyProvider: IdentityProvider {
         _ kind: EndpointKind, url: URL, method: HTTPRequest.Method = .post, version: String, session: String? = nil,
         body: JSONValue?, secrets: [String], readingAnswer: Bool = true
     ) async throws(ProviderError) -> [String: JSONValue] {
-        var request = HTTPRequest(method: method, url: url)
-        request.headerFields[.accept] = "application/json"
-        request.headerFields[Self.acceptAPIVersion] = version
-        if let session { request.headerFields[try await sessionHeader()] = session }
-        var data: Data?
+        var headers = [Self.acceptAPIVersion: version]
+        if let session { headers[try await sessionHeader()] = session }
+        let request: ProviderRequest
         if method == .post {
-            request.headerFields[.contentType] = "application/json"
-            do {
-                data = try body.map { try JSONEncoder().encode($0) } ?? Data()
-            } catch {
-                throw ProviderError(.invalidResponse, endpoint: kind, reason: "The request could not be encoded.")
-            }
+            request = try .json(kind, url, body, headers: headers, secrets: secrets)
+        } else {
+            var http = HTTPRequest(method: method, url: url)
+            http.headerFields[.accept] = "application/json"
+            for (name, value) in headers { http.headerFields[name] = value }
+            request = ProviderRequest(kind, http, secrets: secrets)
         }
-        let now = openID.clock.date
-        let answer = try await wire.exchange(kind, request, body: data) { answer in
-            Self.refusal(kind, answer, secrets: secrets, now: now)
-        }
+        let answer = try await wire.exchange(request)
         guard readingAnswer else { return [:] }
         guard let fields = ProviderWire.object(answer.body) else {
             throw ProviderError(
@@ -354,9 +346,8 @@ public actor PingJourneyProvider: IdentityProvider {
     }
 
     /// AM's refusal, `{"code": 401, "reason": "Unauthorized", "message": "Login failure"}`.
-    static func refusal(_ kind: EndpointKind, _ answer: HTTPTransportResponse, secrets: [String], now: Date)
-        -> ProviderError
-    {
+    static func refusal(_ request: ProviderRequest, _ answer: HTTPTransportResponse, now: Date) -> ProviderError {
+        let (kind, secrets) = (request.endpoint, request.secrets)
         let status = answer.response.status.code
         let fields = ProviderWire.object(answer.body) ?? [:]
         let message = ProviderWire.redact(fields["message"]?.stringValue, removing: secrets, limit: 300)

@@ -10,6 +10,9 @@ public struct ProviderMetadata: Sendable, Hashable {
     public var endpoints: [EndpointKind: URL]
     /// Every field of the document, as it came.
     public var fields: [String: JSONValue]
+    /// Whether it was read from the RFC 8414 document (or made from configuration), which then
+    /// has nothing to add.
+    var fromOAuthDocument = false
 
     /// Creates metadata.
     public init(issuer: String, endpoints: [EndpointKind: URL], fields: [String: JSONValue] = [:]) {

@@ -16,7 +16,7 @@ public struct OpenIDProviderConfiguration: Sendable, Hashable {
     /// Endpoints that replace (or add to) what discovery says.
     public var endpoints: [EndpointKind: URL]
     /// The ID token signature algorithms accepted.
-    public var idTokenAlgorithms: Set<String>
+    public var idTokenAlgorithms: Set<JWSAlgorithm>
     /// Clock skew tolerated on ID token times, in seconds.
     public var leeway: TimeInterval
     /// Limits of every request.
@@ -34,7 +34,7 @@ public struct OpenIDProviderConfiguration: Sendable, Hashable {
         endpointAuthentication: [EndpointKind: ClientAuthentication] = [:],
         scopes: [String] = ["openid", "profile", "email", "offline_access"],
         endpoints: [EndpointKind: URL] = [:],
-        idTokenAlgorithms: Set<String> = IDTokenVerifier.defaultAlgorithms,
+        idTokenAlgorithms: Set<JWSAlgorithm> = IDTokenVerifier.defaultAlgorithms,
         leeway: TimeInterval = 60,
         requestOptions: HTTPTransportOptions = HTTPTransportOptions(),
         allowsPasswordGrant: Bool = false

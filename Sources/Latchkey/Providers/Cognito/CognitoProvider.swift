@@ -70,7 +70,9 @@ public actor CognitoProvider: IdentityProvider {
         self.identity = ProviderIdentity(issuer: configuration.issuer, clientID: configuration.clientID)
         self.transport = transport
         self.logger = logger ?? .disabled("latchkey.cognito")
-        self.wire = ProviderWire(transport: transport, options: configuration.requestOptions, logger: self.logger)
+        self.wire = ProviderWire(
+            transport: transport, options: configuration.requestOptions, logger: self.logger, clock: clock,
+            refusal: Self.refusal)
         self.clock = clock
     }
 
@@ -174,7 +176,7 @@ public actor CognitoProvider: IdentityProvider {
         if let idTokenChecks { return idTokenChecks }
         let checks = IDTokenChecks(
             clientID: configuration.clientID, algorithms: IDTokenVerifier.defaultAlgorithms,
-            leeway: configuration.leeway, logger: logger
+            leeway: configuration.leeway, logger: logger, clock: clock
         ) { () async throws(ProviderError) -> JWKS in try await self.fetchJWKS() }
         idTokenChecks = checks
         return checks
@@ -190,11 +192,7 @@ public actor CognitoProvider: IdentityProvider {
         guard let url = URL(string: text) else {
             throw ProviderError(.insecureEndpoint, endpoint: .jwks, reason: "The JWKS URL is not valid.")
         }
-        let answer = try await wire.exchange(.jwks, HTTPRequest(method: .get, url: url), body: nil) { answer in
-            ProviderError(
-                .httpStatus, endpoint: .jwks, reason: "The pool's JWKS could not be fetched.",
-                status: answer.response.status.code, retryAfter: ProviderWire.retryAfter(answer, now: Date()))
-        }
+        let answer = try await wire.exchange(.get(.jwks, url))
         guard let set = try? JSONDecoder().decode(JWKS.self, from: answer.body) else {
             throw ProviderError(.invalidResponse, endpoint: .jwks, reason: "The pool's JWKS could not be read.")
         }
@@ -274,29 +272,18 @@ public actor CognitoProvider: IdentityProvider {
         guard let url = configuration.apiURL else {
             throw ProviderError(.insecureEndpoint, endpoint: kind, reason: "The Cognito endpoint is not valid.")
         }
-        var request = HTTPRequest(method: .post, url: url)
-        if let type = HTTPField.Name("Content-Type") { request.headerFields[type] = "application/x-amz-json-1.1" }
-        if let target = HTTPField.Name("X-Amz-Target") {
-            request.headerFields[target] = "AWSCognitoIdentityProviderService.\(operation)"
-        }
-        let data: Data
-        do {
-            data = try JSONEncoder().encode(body)
-        } catch {
-            throw ProviderError(.invalidResponse, endpoint: kind, reason: "The request could not be encoded.")
-        }
-        let now = now()
-        let answer = try await wire.exchange(kind, request, body: data) { answer in
-            Self.refusal(operation, kind, answer, secrets: secrets, now: now)
-        }
+        let headers = HTTPField.Name("X-Amz-Target").map { [$0: "AWSCognitoIdentityProviderService.\(operation)"] }
+        let answer = try await wire.exchange(
+            .json(
+                kind, url, .object(body), contentType: "application/x-amz-json-1.1", headers: headers ?? [:],
+                secrets: secrets, operation: operation))
         return ProviderWire.object(answer.body) ?? [:]
     }
 
     /// Cognito's refusal: its `__type` (which may carry a namespace,
     /// `com.amazonaws…#NotAuthorizedException`) and message, as a ``CognitoError``.
-    static func refusal(
-        _ operation: String, _ kind: EndpointKind, _ answer: HTTPTransportResponse, secrets: [String], now: Date
-    ) -> ProviderError {
+    static func refusal(_ request: ProviderRequest, _ answer: HTTPTransportResponse, now: Date) -> ProviderError {
+        let (operation, kind, secrets) = (request.operation ?? "the request", request.endpoint, request.secrets)
         let fields = ProviderWire.object(answer.body) ?? [:]
         let message = ProviderWire.redact(
             (fields["message"] ?? fields["Message"])?.stringValue, removing: secrets, limit: 300)

@@ -1,0 +1,94 @@
+public import Foundation
+import HTTPTypes
+
+extension OpenIDProvider {
+    // MARK: Revocation, introspection, userinfo
+
+    public func revoke(_ value: String, kind: TokenKind) async throws(ProviderError) {
+        var form = [("token", value)]
+        if kind == .accessToken || kind == .refreshToken { form.append(("token_type_hint", kind.rawValue)) }
+        _ = try await wire.exchange(
+            .form(
+                .revocation, try await endpoint(.revocation), form, clientID: configuration.clientID,
+                authentication: configuration.authentication(for: .revocation), secrets: [value]))
+    }
+
+    public func introspect(_ value: String, kind: TokenKind) async throws(ProviderError) -> Introspection {
+        var form = [("token", value)]
+        if kind == .accessToken || kind == .refreshToken { form.append(("token_type_hint", kind.rawValue)) }
+        let fields = try await wire.json(
+            .form(
+                .introspection, try await endpoint(.introspection), form, clientID: configuration.clientID,
+                authentication: configuration.authentication(for: .introspection), secrets: [value]))
+        guard case .bool(let active) = fields["active"] else {
+            throw ProviderError(.invalidResponse, endpoint: .introspection, reason: "The answer has no active field.")
+        }
+        return Introspection(active: active, fields: fields)
+    }
+
+    public func userInfo(accessToken: String) async throws(ProviderError) -> [String: JSONValue] {
+        try await wire.json(.get(.userinfo, try await endpoint(.userinfo), bearer: accessToken))
+    }
+
+    // MARK: Sign-out
+
+    /// Global sign-out through the provider's own endpoint (Latchkey's development provider
+    /// advertises one as `latchkey_global_signout_endpoint`). Providers without one throw
+    /// ``ProviderError/Code/unsupported``.
+    public func globalSignOut(accessToken: String) async throws(ProviderError) {
+        let url: URL
+        do {
+            url = try await endpoint(.globalSignOut)
+        } catch  where error.code == .missingEndpoint {
+            throw ProviderError(
+                .unsupported, endpoint: .globalSignOut, reason: "The provider has no global sign-out endpoint.")
+        }
+        _ = try await wire.exchange(
+            .form(.globalSignOut, url, [], clientID: configuration.clientID, authentication: nil, bearer: accessToken))
+    }
+
+    /// Whether discovery or configuration names a global sign-out endpoint. Throws when the
+    /// metadata cannot be fetched: "unknown" is not "no".
+    public func supportsGlobalSignOut() async throws(ProviderError) -> Bool {
+        do {
+            _ = try await endpoint(.globalSignOut)
+            return true
+        } catch  where error.code == .missingEndpoint {
+            return false
+        }
+    }
+
+    /// RP-initiated logout with `id_token_hint` (OpenID Connect RP-Initiated Logout 1.0 §2).
+    /// A 2xx answer means the session ended server to server; a redirect means the provider wants
+    /// a browser, so the URL to open is returned.
+    public func endSession(idToken: String?) async throws(ProviderError) -> URL? {
+        let base: URL
+        do {
+            base = try await endpoint(.endSession)
+        } catch  where error.code == .missingEndpoint {
+            throw ProviderError(
+                .unsupported, endpoint: .endSession, reason: "The provider has no end-session endpoint.")
+        }
+        var components = URLComponents(url: base, resolvingAgainstBaseURL: false)
+        var items = components?.queryItems ?? []
+        if let idToken { items.append(URLQueryItem(name: "id_token_hint", value: idToken)) }
+        items.append(URLQueryItem(name: "client_id", value: configuration.clientID))
+        components?.queryItems = items
+        guard let url = components?.url else {
+            throw ProviderError(.invalidResponse, endpoint: .endSession, reason: "The end-session URL is not valid.")
+        }
+        let request = ProviderRequest(
+            .endSession, HTTPRequest(method: .get, url: url), secrets: [idToken].compactMap { $0 })
+        let answer = try await wire.send(request)
+        switch answer.response.status.code {
+        case 200..<300: return nil
+        case 300..<400: return url
+        default: throw wire.refusal(request, answer, now())
+        }
+    }
+
+    /// `Retry-After` as seconds or an HTTP date (RFC 9110 §10.2.3).
+    static func retryAfter(_ value: String, now: Date = Date()) -> Duration? {
+        ProviderWire.retryAfter(value, now: now)
+    }
+}

@@ -1,0 +1,96 @@
+import Foundation
+
+extension OpenIDProvider {
+    /// Sends a token request and turns the answer into a ``Token`` whose ID token (if any) was verified.
+    ///
+    /// - Parameter verifyingIDToken: `false` for a refresh, whose ID token is verified only after
+    ///   the answer was stored (see ``IdentityProvider/verifyRefreshedIDToken(of:previous:)``).
+    func tokenRequest(
+        _ form: [(String, String)], nonce: String? = nil, previous: Token? = nil, verifyingIDToken: Bool = true
+    ) async throws(ProviderError) -> Token {
+        let fields = try await wire.json(
+            .form(
+                .token, try await endpoint(.token), form, clientID: configuration.clientID,
+                authentication: configuration.authentication(for: .token), secrets: form.map(\.1)))
+        let response: TokenResponse
+        do {
+            response = try TokenResponse(fields: fields)
+        } catch {
+            throw ProviderError(
+                .invalidResponse, endpoint: .token, reason: "The token response is not valid.", underlying: error)
+        }
+        if let idToken = response.idToken {
+            if verifyingIDToken {
+                _ = try await verifyIDToken(
+                    idToken, nonce: nonce, accessToken: response.accessToken,
+                    subject: IDTokenChecks.subject(of: previous))
+            } else if let nonce, UnverifiedClaims.read(idToken)?["nonce"]?.stringValue != nonce {
+                // Verified in full once stored; an answer to another request is refused at once.
+                throw ProviderError(
+                    .idTokenRejected, endpoint: .token, reason: "The ID token does not carry the nonce sent.")
+            }
+        }
+        var token = Token(response: response, issuedAt: now(), provider: identity)
+        if let previous {
+            // A refresh answer may leave out what did not change (RFC 6749 §6, OIDC Core §12.2).
+            token.refreshToken = token.refreshToken ?? previous.refreshToken
+            token.idToken = token.idToken ?? previous.idToken
+            token.deviceSecret = token.deviceSecret ?? previous.deviceSecret
+            token.sessionToken = previous.sessionToken
+            token.scopes = token.scopes ?? previous.scopes
+        }
+        return token
+    }
+
+    /// Signs in with a username and password (the resource owner password grant, RFC 6749 §4.3),
+    /// for scripts and tests, when ``OpenIDProviderConfiguration/allowsPasswordGrant`` says so:
+    /// RFC 9700 §2.4 says the grant must not be used. Nothing is sent otherwise.
+    public func passwordToken(username: String, password: String, scopes: [String]? = nil)
+        async throws(ProviderError) -> Token
+    {
+        guard configuration.allowsPasswordGrant else {
+            throw ProviderError(
+                .unsupported, endpoint: .token,
+                reason:
+                    "The password grant is off for this provider (RFC 9700 §2.4: it must not be used). Sign in through the browser or with a device code; for scripts and tests, turn it on with allowsPasswordGrant."
+            )
+        }
+        return try await tokenRequest([
+            ("grant_type", "password"), ("username", username), ("password", password),
+            ("scope", (scopes ?? configuration.scopes).joined(separator: " ")),
+        ])
+    }
+
+    /// Fetches the metadata, and the JWKS when a new ID token may come back, before a refresh.
+    public func prepareRefresh(of token: Token) async throws(ProviderError) {
+        _ = try await endpoint(.token)
+        if token.idToken != nil || token.scopes?.contains("openid") == true {
+            _ = try await idTokens.keys.keys()
+        }
+    }
+
+    public func exchangeRefreshToken(of token: Token) async throws(ProviderError) -> Token {
+        guard let refreshToken = token.refreshToken else {
+            throw ProviderError(.signInRequired, endpoint: .token, reason: "The credential has no refresh token.")
+        }
+        do {
+            return try await tokenRequest(
+                [("grant_type", "refresh_token"), ("refresh_token", refreshToken)], previous: token,
+                verifyingIDToken: false)
+        } catch {
+            // Some providers answer a dead refresh token with a bare 400 and no OAuth error.
+            if error.oauthError == .invalidGrant || (error.code == .httpStatus && error.status == 400) {
+                throw ProviderError(
+                    .signInRequired, endpoint: .token, reason: "The refresh token was rejected; sign in again.",
+                    oauthError: error.oauthError, errorDescription: error.errorDescription, status: error.status)
+            }
+            throw error
+        }
+    }
+
+    public func verifyRefreshedIDToken(of refreshed: Token, previous: Token) async throws(ProviderError) {
+        guard let idToken = refreshed.idToken else { return }
+        _ = try await verifyIDToken(
+            idToken, accessToken: refreshed.accessToken, subject: IDTokenChecks.subject(of: previous))
+    }
+}
