@@ -1,10 +1,12 @@
 // swift-tools-version: 6.2
 import PackageDescription
 
-/// Settings every Latchkey target shares: Swift 6 mode (complete strict concurrency) plus the
-/// upcoming features the project's conventions ask for.
+/// Settings every Latchkey target shares: Swift 6 mode (complete strict concurrency), the
+/// upcoming features the project's conventions ask for, and no warnings (a warning fails the
+/// build; SwiftPM leaves this out when Latchkey is built as someone else's dependency).
 let strictSettings: [SwiftSetting] = [
     .swiftLanguageMode(.v6),
+    .treatAllWarnings(as: .error),
     .enableUpcomingFeature("ExistentialAny"),
     .enableUpcomingFeature("MemberImportVisibility"),
     .enableUpcomingFeature("InternalImportsByDefault"),

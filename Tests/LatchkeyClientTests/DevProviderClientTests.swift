@@ -213,7 +213,9 @@ struct DevProviderClientTests {
         #expect(!EndpointSecurity.isAcceptable(try #require(URL(string: "http://127.0.0.1.example.com/x"))))
     }
 
-    @Test("bodies past the size cap and answers past the timeout are transport errors")
+    @Test(
+        "bodies past the size cap and answers past the timeout (head or body) are transport errors",
+        .timeLimit(.minutes(1)))
     func limits() async throws {
         try await withHarness(.dev, tweak: { $0.requestOptions.maximumBodySize = 64 * 1024 }) { harness in
             let dev = try #require(harness.dev)
@@ -240,7 +242,51 @@ struct DevProviderClientTests {
             }
             #expect((slow?.underlying as? TransportError)?.kind == .timedOut)
             #expect(slow?.isRetryable == true)
+
+            // The head comes at once and the body a byte every 200 ms: its 500-odd bytes would
+            // take well over a minute. The timeout covers the body too.
+            dev.faults.set(.trickle(milliseconds: 200), for: .token)
+            let trickling = await #expect(throws: ProviderError.self) {
+                _ = try await impatient.passwordToken(username: "alice", password: "alice-password")
+            }
+            #expect((trickling?.underlying as? TransportError)?.kind == .timedOut)
         }
+    }
+
+    @Test(
+        "a lease holder's request is cut to the lease's deadline: it ends, retryable, before another may hold the lease",
+        .timeLimit(.minutes(1)))
+    func leaseDeadline() async throws {
+        let clock = TestClock()
+        // A provider that does not rotate: the answer the client gives up on spends nothing (a
+        // rotating one would have spent the refresh token; that is the outbox's and the next
+        // refresh's business, not the lease's).
+        var configuration = DevProviderConfiguration.default
+        configuration.rotateRefreshTokens = false
+        let dev = try await DevProvider.start(
+            configuration: configuration, signingKeys: SharedSigningKeys.get(), now: clock.dateSource)
+        defer { Task { await dev.stop() } }
+        // The provider's requests may take 10 minutes; the lease, a few seconds.
+        let provider = OpenIDProvider(
+            configuration: OpenIDProviderConfiguration(
+                issuer: dev.issuer, clientID: "latchkey-cli",
+                requestOptions: HTTPTransportOptions(timeout: .seconds(600)),
+                allowsPasswordGrant: true),
+            transport: transport, clock: clock)
+        let store = CredentialStore(
+            storage: InMemoryCredentialStorage(), leaseDuration: TestTiming.scaled(.seconds(3)), clock: clock)
+        let credential = try await provider.signIn(
+            .password(username: "alice", password: "alice-password"), into: store)
+        let before = try await credential.token
+        clock.advance(3_600)
+        dev.faults.set(.trickle(milliseconds: 500), for: .token)
+        let error = await #expect(throws: ProviderError.self) { _ = try await credential.accessToken() }
+        #expect(error?.code == .transport || error?.code == .timedOut)
+        #expect(error?.isRetryable == true)
+        // Nothing changed, and the lease is free again.
+        #expect(try await credential.token == before)
+        dev.faults.clear()
+        #expect(try await !credential.accessToken().isEmpty)
     }
 
     @Test("redirects are never followed")

@@ -156,7 +156,7 @@ struct SecretsTests {
             show(page)
             step = try await ping.next(page)
         }
-        guard case .success(let session) = step else { return }
+        let session = try #require(step.session, "the journey did not end in a session")
         secrets.insert(session.value)
         show(session)
         let credential = try await ping.signIn(session, into: store)
@@ -171,9 +171,9 @@ struct SecretsTests {
         show(try await ping.introspect(session.value, kind: .sessionToken))
 
         // A wrong password, a refused logout, an offline sign-out and its outbox.
-        guard case .page(var first) = try await ping.startJourney() else { return }
+        var first = try #require(try await ping.startJourney().page, "the journey did not start with a page")
         first.callbacks[1].setText("alice")
-        guard case .page(var second) = try await ping.next(first) else { return }
+        var second = try #require(try await ping.next(first).page, "the journey did not ask for the password")
         let wrong = "wrong-\(UUID())"
         secrets.insert(wrong)
         second.callbacks[0].setText(wrong)

@@ -163,11 +163,14 @@ struct PostgresStorageTests {
                 events.recorded.filter { $0 != .updated(first.id) } == [
                     .added(second.id), .defaultChanged(second.id), .removed(first.id),
                 ])
-            // B's own changes come once, from B itself.
+            // B's own changes come once, from B itself. A change of A's made after it is the
+            // barrier: notifications arrive in commit order, so had B's own come back through
+            // its feed, it would have come before A's.
             events.clear()
             _ = try await b.setTags(["by": "b"], for: second.id)
-            try await Task.sleep(for: .milliseconds(300))
-            #expect(events.recorded == [.updated(second.id)])
+            let marker = try await a.add(Fixtures.token("carol"), accountClaims: Fixtures.claims("carol"))
+            #expect(try await events.wait(within: .seconds(5)) { $0 == .added(marker.id) })
+            #expect(events.recorded.filter { $0 == .updated(second.id) }.count == 1)
         }
     }
 

@@ -1,7 +1,6 @@
 import Foundation
+import Latchkey
 import Testing
-
-@testable import Latchkey
 
 /// Journey pages as AM's documentation shows them: every callback type read, an unknown one
 /// kept whole, and what goes back to AM.

@@ -1,7 +1,6 @@
 import Foundation
+import Latchkey
 import Testing
-
-@testable import Latchkey
 
 /// Numbers a provider sends never trap and never travel on as nonsense.
 @Suite("Provider numbers")

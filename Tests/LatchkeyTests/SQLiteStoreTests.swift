@@ -2,10 +2,9 @@ import Crypto
 import Foundation
 import GRDB
 import Latchkey
+import LatchkeySQLite
 import LatchkeyTestSupport
 import Testing
-
-@testable import LatchkeySQLite
 
 @Suite("SQLite store")
 struct SQLiteStoreTests {

@@ -88,13 +88,16 @@ public struct DevProviderFault: Sendable, Codable, Hashable {
     public var malformedBody: Bool?
     /// Answer 200 with a JSON body of this many bytes.
     public var oversizedBodyBytes: Int?
+    /// Send the answer's body a byte at a time, this many milliseconds apart (the head at once).
+    public var trickleMilliseconds: Int?
     /// Apply to this many requests, then clear; `nil` until cleared.
     public var remaining: Int?
 
     /// Creates a fault.
     public init(
         latencyMilliseconds: Int? = nil, status: Int? = nil, retryAfter: Int? = nil, wwwAuthenticate: String? = nil,
-        dropConnection: Bool? = nil, malformedBody: Bool? = nil, oversizedBodyBytes: Int? = nil, remaining: Int? = nil
+        dropConnection: Bool? = nil, malformedBody: Bool? = nil, oversizedBodyBytes: Int? = nil,
+        trickleMilliseconds: Int? = nil, remaining: Int? = nil
     ) {
         self.latencyMilliseconds = latencyMilliseconds
         self.status = status
@@ -103,6 +106,7 @@ public struct DevProviderFault: Sendable, Codable, Hashable {
         self.dropConnection = dropConnection
         self.malformedBody = malformedBody
         self.oversizedBodyBytes = oversizedBodyBytes
+        self.trickleMilliseconds = trickleMilliseconds
         self.remaining = remaining
     }
 
@@ -118,6 +122,8 @@ public struct DevProviderFault: Sendable, Codable, Hashable {
     public static let malformedBody = DevProviderFault(malformedBody: true)
     /// A JSON body of `bytes` bytes.
     public static func oversizedBody(bytes: Int) -> DevProviderFault { .init(oversizedBodyBytes: bytes) }
+    /// The body sent a byte every `milliseconds`, after the head.
+    public static func trickle(milliseconds: Int) -> DevProviderFault { .init(trickleMilliseconds: milliseconds) }
 }
 
 /// Fault injection and request counters of a running development provider. Safe to use from
@@ -261,8 +267,24 @@ struct FaultMiddleware: RouterMiddleware {
             response.body = ResponseBody(byteBuffer: buffer)
             response.status = .ok
             response.headers[.contentType] = "application/json"
+        } else if let gap = fault.trickleMilliseconds {
+            response.body = try await Self.trickled(response.body, every: .milliseconds(gap))
         }
         return response
+    }
+
+    /// `body`, sent a byte at a time, `gap` apart.
+    private static func trickled(_ body: ResponseBody, every gap: Duration) async throws -> ResponseBody {
+        let collector = BodyCollector()
+        try await body.write(collector)
+        let bytes = collector.bytes
+        return ResponseBody(contentLength: bytes.count) { writer in
+            for byte in bytes {
+                try await Task.sleep(for: gap)
+                try await writer.write(ByteBuffer(bytes: [byte]))
+            }
+            try await writer.finish(nil)
+        }
     }
 
     private func dropped(_ context: ProviderContext) -> any Error {
@@ -272,3 +294,14 @@ struct FaultMiddleware: RouterMiddleware {
 }
 
 struct ConnectionDropped: Error {}
+
+/// Collects a response body's bytes.
+private final class BodyCollector: ResponseBodyWriter, Sendable {
+    private let collected = Mutex<[UInt8]>([])
+
+    var bytes: [UInt8] { collected.withLock { $0 } }
+
+    func write(_ buffer: ByteBuffer) async throws { collected.withLock { $0 += buffer.readableBytesView } }
+
+    func finish(_ trailingHeaders: HTTPFields?) async throws {}
+}

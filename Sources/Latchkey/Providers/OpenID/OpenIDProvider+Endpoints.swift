@@ -88,7 +88,7 @@ extension OpenIDProvider {
     }
 
     /// `Retry-After` as seconds or an HTTP date (RFC 9110 §10.2.3).
-    static func retryAfter(_ value: String, now: Date = Date()) -> Duration? {
+    package static func retryAfter(_ value: String, now: Date = Date()) -> Duration? {
         ProviderWire.retryAfter(value, now: now)
     }
 }

@@ -6,6 +6,16 @@ public enum JourneyStep: Sendable {
     case page(JourneyPage)
     /// The journey ended signed in.
     case success(JourneySession)
+
+    /// The session the journey ended in, or `nil` while it asks for a page.
+    public var session: JourneySession? {
+        if case .success(let session) = self { session } else { nil }
+    }
+
+    /// The page the journey asks to fill in, or `nil` once it ended.
+    public var page: JourneyPage? {
+        if case .page(let page) = self { page } else { nil }
+    }
 }
 
 /// One page of a journey: its callbacks, to answer and send back whole.
@@ -24,7 +34,7 @@ public struct JourneyPage: Sendable, Hashable {
     let json: [String: JSONValue]
 
     /// Reads a page; `nil` when the answer is not one (no `authId`, or a callback that is not).
-    init?(json: [String: JSONValue]) {
+    package init?(json: [String: JSONValue]) {
         guard json["authId"]?.stringValue != nil else { return nil }
         var callbacks: [JourneyCallback] = []
         if case .array(let items)? = json["callbacks"] {
@@ -40,7 +50,7 @@ public struct JourneyPage: Sendable, Hashable {
     }
 
     /// The page as it goes back to AM: everything it came with, and the answered callbacks.
-    var answered: [String: JSONValue] {
+    package var answered: [String: JSONValue] {
         var json = json
         json["callbacks"] = .array(callbacks.map(\.answered))
         return json

@@ -61,7 +61,7 @@ public struct JourneyCallback: Sendable, Hashable {
     let json: [String: JSONValue]
 
     /// Reads a callback from AM's JSON; `nil` when it is not a callback.
-    init?(json value: JSONValue) {
+    package init?(json value: JSONValue) {
         guard case .object(let json) = value, let type = json["type"]?.stringValue,
             let outputs = Self.fields(json["output"]), let inputs = Self.fields(json["input"])
         else { return nil }
@@ -87,7 +87,7 @@ public struct JourneyCallback: Sendable, Hashable {
     }
 
     /// The callback as it goes back to AM, with its inputs' values.
-    var answered: JSONValue {
+    package var answered: JSONValue {
         var json = json
         if !inputs.isEmpty {
             json["input"] = .array(inputs.map { .object(["name": .string($0.name), "value": $0.value]) })

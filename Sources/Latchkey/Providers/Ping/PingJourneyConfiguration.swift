@@ -69,13 +69,13 @@ public struct PingJourneyConfiguration: Sendable, Hashable {
     public var issuer: URL { base.appending(path: "oauth2/\(realmPath)") }
 
     /// The realm's journey endpoint, without its query.
-    var authenticateURL: URL { base.appending(path: "json/\(realmPath)/authenticate") }
+    package var authenticateURL: URL { base.appending(path: "json/\(realmPath)/authenticate") }
 
     /// The realm's sessions endpoint, without its query.
-    var sessionsURL: URL { base.appending(path: "json/\(realmPath)/sessions") }
+    package var sessionsURL: URL { base.appending(path: "json/\(realmPath)/sessions") }
 
     /// AM's `serverinfo`, which names the session cookie.
-    var serverInfoURL: URL { base.appending(path: "json/serverinfo/*") }
+    package var serverInfoURL: URL { base.appending(path: "json/serverinfo/*") }
 
     /// The server URL without a trailing slash.
     private var base: URL {

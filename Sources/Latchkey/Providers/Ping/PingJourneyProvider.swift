@@ -24,8 +24,9 @@ public import Logging
 ///     }
 ///     step = try await ping.next(page)
 /// }
-/// guard case .success(let session) = step else { return }
-/// let credential = try await ping.signIn(session, into: store)
+/// if case .success(let session) = step {
+///     let credential = try await ping.signIn(session, into: store)
+/// }
 /// ```
 ///
 /// The guide's operations map to Latchkey's: `token()` is ``Credential/accessToken(minimumValidity:)``
