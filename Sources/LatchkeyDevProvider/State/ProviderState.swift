@@ -5,104 +5,28 @@ import Foundation
 /// rule (rotation, replay detection, revocation cascades) is applied atomically. State is
 /// changed before any suspension point, so a concurrent request never sees half a change.
 actor ProviderState {
-    struct Session {
-        var sid: String
-        var username: String
-        var authTime: Date
-        var ended = false
-        /// The journey session (PingAM's SSO session) this one was authorized from, if any.
-        var journeySession: String?
-    }
-
-    struct Grant {
-        var id: String
-        /// The issuer the grant's tokens name: the root one or the Ping realm's.
-        var issuer: String
-        var clientID: String
-        var username: String
-        var scopes: [String]
-        var sid: String
-        var revoked = false
-    }
-
-    struct AccessRecord {
-        var grantID: String
-        var expiresAt: Date
-        var issuedAt: Date
-        var revoked = false
-    }
-
-    struct RefreshRecord {
-        var grantID: String
-        var expiresAt: Date
-        var issuedAt: Date
-        var retired = false
-    }
-
-    struct DeviceSecretRecord {
-        var username: String
-        var sid: String
-        var clientID: String
-        var scopes: [String]
-        var expiresAt: Date
-        var issuedAt: Date
-        var revoked = false
-    }
-
-    struct AuthorizationCode {
-        var issuer: String
-        var clientID: String
-        var redirectURI: String
-        var username: String
-        var sid: String
-        var scopes: [String]
-        var nonce: String?
-        var codeChallenge: String?
-        var expiresAt: Date
-        var used = false
-        var grantID: String?
-    }
-
-    struct DeviceRequest {
-        enum Status {
-            case pending
-            case approved(username: String, sid: String)
-            case denied, consumed
-        }
-        var clientID: String
-        var userCode: String
-        var scopes: [String]
-        var expiresAt: Date
-        var interval: Int
-        var lastPoll: Date?
-        var status: Status = .pending
-    }
-
-    /// The answer to a successful token request, ready to serialize.
-    typealias TokenAnswer = [String: Claim]
-
     let configuration: DevProviderConfiguration
     let keys: SigningKeys
     /// The lifetime of new access tokens, in seconds (the configuration's, until a test sets another).
-    private var accessTokenLifetime: Int
+    var accessTokenLifetime: Int
     /// The lifetime of new ID tokens, in seconds (the configuration's, until a test sets another).
-    private var idTokenLifetime: Int
+    var idTokenLifetime: Int
     private(set) var issuer = ""
-    private let now: @Sendable () -> Date
+    let now: @Sendable () -> Date
 
-    private var sessions: [String: Session] = [:]
-    private var browserSessions: [String: String] = [:]  // cookie value → sid
-    private var grants: [String: Grant] = [:]
-    private var accessTokens: [String: AccessRecord] = [:]  // jti → record
-    private var accessTokenIDs: [String: String] = [:]  // token → jti
-    private var refreshTokens: [String: RefreshRecord] = [:]
+    var sessions: [String: Session] = [:]
+    var browserSessions: [String: String] = [:]  // cookie value → sid
+    var grants: [String: Grant] = [:]
+    var accessTokens: [String: AccessRecord] = [:]  // jti → record
+    var accessTokenIDs: [String: String] = [:]  // token → jti
+    var refreshTokens: [String: RefreshRecord] = [:]
     /// Each grant's access token ids and refresh tokens, so that revoking a grant does not walk
     /// every token the provider ever issued.
-    private var grantTokens: [String: (jtis: [String], refreshTokens: [String])] = [:]
-    private var deviceSecrets: [String: DeviceSecretRecord] = [:]
-    private var codes: [String: AuthorizationCode] = [:]
-    private var deviceRequests: [String: DeviceRequest] = [:]  // device code → request
-    private var userCodes: [String: String] = [:]  // user code → device code
+    var grantTokens: [String: (jtis: [String], refreshTokens: [String])] = [:]
+    var deviceSecrets: [String: DeviceSecretRecord] = [:]
+    var codes: [String: AuthorizationCode] = [:]
+    var deviceRequests: [String: DeviceRequest] = [:]  // device code → request
+    var userCodes: [String: String] = [:]  // user code → device code
 
     init(
         configuration: DevProviderConfiguration, signingKeys: DevProviderSigningKeys,
@@ -280,7 +204,7 @@ actor ProviderState {
         }
     }
 
-    private func newGrant(issuer: String, clientID: String, username: String, scopes: [String], sid: String)
+    func newGrant(issuer: String, clientID: String, username: String, scopes: [String], sid: String)
         -> String
     {
         let id = Self.randomToken(bytes: 12)
@@ -290,7 +214,7 @@ actor ProviderState {
 
     /// Mints the tokens of a grant. State is recorded before signing (a suspension point), so a
     /// revocation that arrives meanwhile already covers them.
-    private func issueTokens(
+    func issueTokens(
         grantID: String, nonce: String?, newDeviceSecret: Bool, keepRefreshToken: String? = nil, idToken: Bool = true
     ) async throws -> TokenAnswer {
         guard let grant = grants[grantID], let user = configuration.user(named: grant.username),
@@ -354,7 +278,7 @@ actor ProviderState {
         return answer
     }
 
-    private func idClaims(
+    func idClaims(
         issuer: String, user: DevProviderConfiguration.User, session: Session, clientID: String, scopes: [String],
         issued: Date
     ) -> [String: Claim] {
@@ -380,212 +304,6 @@ actor ProviderState {
             claims["email_verified"] = .bool(true)
         }
         return claims
-    }
-
-    // MARK: Device authorization (RFC 8628)
-
-    func startDeviceAuthorization(client: DevProviderConfiguration.Client, scopes: [String]) -> (
-        deviceCode: String, userCode: String, expiresIn: Int, interval: Int
-    ) {
-        let deviceCode = Self.randomToken(bytes: 24)
-        let alphabet = Array("BCDFGHJKLMNPQRSTVWXZ")
-        var generator = SystemRandomNumberGenerator()
-        let letters = (0..<8).map { _ in alphabet[Int.random(in: 0..<alphabet.count, using: &generator)] }
-        let userCode = String(letters[0..<4]) + "-" + String(letters[4..<8])
-        deviceRequests[deviceCode] = DeviceRequest(
-            clientID: client.clientID, userCode: userCode, scopes: scopes,
-            expiresAt: now().addingTimeInterval(TimeInterval(configuration.deviceCodeLifetime)),
-            interval: configuration.devicePollingInterval)
-        userCodes[userCode] = deviceCode
-        return (deviceCode, userCode, configuration.deviceCodeLifetime, configuration.devicePollingInterval)
-    }
-
-    /// Whether `userCode` names a pending request (codes are read without case or dashes).
-    func pendingDeviceRequest(userCode: String) -> Bool {
-        guard let deviceCode = userCodes[Self.normalizeUserCode(userCode)], let request = deviceRequests[deviceCode],
-            case .pending = request.status, request.expiresAt > now()
-        else { return false }
-        return true
-    }
-
-    func decideDeviceRequest(userCode: String, username: String?, approve: Bool) -> Bool {
-        guard let deviceCode = userCodes[Self.normalizeUserCode(userCode)], var request = deviceRequests[deviceCode],
-            case .pending = request.status, request.expiresAt > now()
-        else { return false }
-        if approve, let username {
-            request.status = .approved(username: username, sid: startSession(username: username))
-        } else {
-            request.status = .denied
-        }
-        deviceRequests[deviceCode] = request
-        return true
-    }
-
-    func pollDevice(_ deviceCode: String, client: DevProviderConfiguration.Client) async throws -> TokenAnswer {
-        guard var request = deviceRequests[deviceCode], request.clientID == client.clientID else {
-            throw OAuthFailure.invalidGrant("The device code is not valid.")
-        }
-        let date = now()
-        guard request.expiresAt > date else {
-            throw OAuthFailure("expired_token", "The device code has expired.")
-        }
-        defer { deviceRequests[deviceCode] = request }
-        switch request.status {
-        case .pending:
-            if let last = request.lastPoll, date.timeIntervalSince(last) < TimeInterval(request.interval) {
-                request.interval += 5
-                request.lastPoll = date
-                throw OAuthFailure("slow_down", "Polling too fast; wait \(request.interval) seconds between requests.")
-            }
-            request.lastPoll = date
-            throw OAuthFailure("authorization_pending", "The user has not finished yet.")
-        case .denied:
-            throw OAuthFailure("access_denied", "The user denied the request.")
-        case .consumed:
-            throw OAuthFailure.invalidGrant("The device code was already used.")
-        case .approved(let username, let sid):
-            request.status = .consumed
-            let grantID = newGrant(
-                issuer: issuer, clientID: client.clientID, username: username, scopes: request.scopes, sid: sid)
-            deviceRequests[deviceCode] = request
-            return try await issueTokens(grantID: grantID, nonce: nil, newDeviceSecret: true)
-        }
-    }
-
-    static func normalizeUserCode(_ code: String) -> String {
-        let letters = code.uppercased().filter { $0.isLetter }
-        guard letters.count == 8 else { return code.uppercased() }
-        return String(letters.prefix(4)) + "-" + String(letters.suffix(4))
-    }
-
-    // MARK: Revocation (RFC 7009) and introspection (RFC 7662)
-
-    /// What a token is, looked up in every table whatever the hint says (the hint only orders
-    /// the search, RFC 7009 §2.1).
-    enum TokenLookup {
-        case access(jti: String, AccessRecord)
-        case refresh(RefreshRecord)
-        case deviceSecret(DeviceSecretRecord)
-        case unknown
-    }
-
-    func lookup(_ token: String) -> TokenLookup {
-        if let jti = accessTokenIDs[token], let record = accessTokens[jti] { return .access(jti: jti, record) }
-        if let record = refreshTokens[token] { return .refresh(record) }
-        if let record = deviceSecrets[token] { return .deviceSecret(record) }
-        return .unknown
-    }
-
-    /// Revokes `token` if `client` owns it. Unknown tokens are not an error (RFC 7009 §2.2).
-    func revoke(_ token: String, client: DevProviderConfiguration.Client) throws {
-        switch lookup(token) {
-        case .access(let jti, let record):
-            guard grants[record.grantID]?.clientID == client.clientID else { throw Self.otherClient }
-            accessTokens[jti]?.revoked = true
-        case .refresh(let record):
-            guard grants[record.grantID]?.clientID == client.clientID else { throw Self.otherClient }
-            revokeGrant(record.grantID)
-        case .deviceSecret(let record):
-            guard record.clientID == client.clientID else { throw Self.otherClient }
-            deviceSecrets[token]?.revoked = true
-        case .unknown:
-            break
-        }
-    }
-
-    private static let otherClient = OAuthFailure.invalidRequest("The token was issued to another client.")
-
-    /// A grant and every token of it, revoked.
-    private func revokeGrant(_ grantID: String) {
-        grants[grantID]?.revoked = true
-        let tokens = grantTokens[grantID] ?? ([], [])
-        for jti in tokens.jtis { accessTokens[jti]?.revoked = true }
-        for token in tokens.refreshTokens { refreshTokens[token]?.retired = true }
-    }
-
-    /// The introspection answer for `token` (RFC 7662 §2.2).
-    func introspect(_ token: String) -> [String: Claim] {
-        let date = now()
-        switch lookup(token) {
-        case .access(let jti, let record):
-            guard let grant = grants[record.grantID], isUsable(record, at: date) else {
-                return ["active": .bool(false)]
-            }
-            var answer = description(of: grant, issued: record.issuedAt, expires: record.expiresAt)
-            answer["token_type"] = .string("Bearer")
-            answer["jti"] = .string(jti)
-            return answer
-        case .refresh(let record):
-            guard let grant = grants[record.grantID], !grant.revoked, !record.retired, record.expiresAt > date,
-                sessions[grant.sid]?.ended == false
-            else { return ["active": .bool(false)] }
-            var answer = description(of: grant, issued: record.issuedAt, expires: record.expiresAt)
-            answer["token_type"] = .string("refresh_token")
-            return answer
-        case .deviceSecret(let record):
-            guard !record.revoked, record.expiresAt > date, let user = configuration.user(named: record.username) else {
-                return ["active": .bool(false)]
-            }
-            return [
-                "active": .bool(true), "token_type": .string("device_secret"), "client_id": .string(record.clientID),
-                "sub": .string(user.sub), "username": .string(user.username), "sid": .string(record.sid),
-                "iss": .string(issuer), "iat": .number(Int(record.issuedAt.timeIntervalSince1970)),
-                "exp": .number(Int(record.expiresAt.timeIntervalSince1970)),
-            ]
-        case .unknown:
-            return ["active": .bool(false)]
-        }
-    }
-
-    private func description(of grant: Grant, issued: Date, expires: Date) -> [String: Claim] {
-        [
-            "active": .bool(true), "scope": .string(grant.scopes.joined(separator: " ")),
-            "client_id": .string(grant.clientID), "username": .string(grant.username),
-            "sub": .string(configuration.user(named: grant.username)?.sub ?? grant.username),
-            "sid": .string(grant.sid), "iss": .string(grant.issuer), "iat": .number(Int(issued.timeIntervalSince1970)),
-            "exp": .number(Int(expires.timeIntervalSince1970)),
-        ]
-    }
-
-    private func isUsable(_ record: AccessRecord, at date: Date) -> Bool {
-        guard !record.revoked, record.expiresAt > date, let grant = grants[record.grantID], !grant.revoked else {
-            return false
-        }
-        return sessions[grant.sid]?.ended == false
-    }
-
-    /// The grant behind a valid access token, for userinfo and global sign-out.
-    func authorize(accessToken: String) throws -> Grant {
-        guard case .access(_, let record) = lookup(accessToken), isUsable(record, at: now()),
-            let grant = grants[record.grantID]
-        else { throw OAuthFailure.invalidToken("The access token is not valid.") }
-        return grant
-    }
-
-    // MARK: Sessions ending
-
-    /// Ends a session and revokes every token issued in it (RP-initiated logout). Returns the
-    /// journey session it was authorized from, which ends with it.
-    @discardableResult
-    func endSession(sid: String) -> String? {
-        guard sessions[sid] != nil else { return nil }
-        sessions[sid]?.ended = true
-        for (id, grant) in grants where grant.sid == sid { revokeGrant(id) }
-        for (secret, record) in deviceSecrets where record.sid == sid { deviceSecrets[secret]?.revoked = true }
-        browserSessions = browserSessions.filter { $0.value != sid }
-        return sessions[sid]?.journeySession
-    }
-
-    /// Ends every session of `username` and revokes every grant and device secret (global sign-out).
-    func signOutEverywhere(username: String) -> (sessions: Int, grants: Int) {
-        let sids = sessions.values.filter { $0.username == username && !$0.ended }.map(\.sid)
-        let grantIDs = grants.values.filter { $0.username == username && !$0.revoked }.map(\.id)
-        for sid in sids { endSession(sid: sid) }
-        for id in grantIDs { revokeGrant(id) }
-        for (secret, record) in deviceSecrets where record.username == username {
-            deviceSecrets[secret]?.revoked = true
-        }
-        return (sids.count, grantIDs.count)
     }
 
     // MARK: Helpers

@@ -1,0 +1,80 @@
+import Foundation
+
+/// What the provider's state is made of.
+extension ProviderState {
+    struct Session {
+        var sid: String
+        var username: String
+        var authTime: Date
+        var ended = false
+        /// The journey session (PingAM's SSO session) this one was authorized from, if any.
+        var journeySession: String?
+    }
+
+    struct Grant {
+        var id: String
+        /// The issuer the grant's tokens name: the root one or the Ping realm's.
+        var issuer: String
+        var clientID: String
+        var username: String
+        var scopes: [String]
+        var sid: String
+        var revoked = false
+    }
+
+    struct AccessRecord {
+        var grantID: String
+        var expiresAt: Date
+        var issuedAt: Date
+        var revoked = false
+    }
+
+    struct RefreshRecord {
+        var grantID: String
+        var expiresAt: Date
+        var issuedAt: Date
+        var retired = false
+    }
+
+    struct DeviceSecretRecord {
+        var username: String
+        var sid: String
+        var clientID: String
+        var scopes: [String]
+        var expiresAt: Date
+        var issuedAt: Date
+        var revoked = false
+    }
+
+    struct AuthorizationCode {
+        var issuer: String
+        var clientID: String
+        var redirectURI: String
+        var username: String
+        var sid: String
+        var scopes: [String]
+        var nonce: String?
+        var codeChallenge: String?
+        var expiresAt: Date
+        var used = false
+        var grantID: String?
+    }
+
+    struct DeviceRequest {
+        enum Status {
+            case pending
+            case approved(username: String, sid: String)
+            case denied, consumed
+        }
+        var clientID: String
+        var userCode: String
+        var scopes: [String]
+        var expiresAt: Date
+        var interval: Int
+        var lastPoll: Date?
+        var status: Status = .pending
+    }
+
+    /// The answer to a successful token request, ready to serialize.
+    typealias TokenAnswer = [String: Claim]
+}

@@ -1,0 +1,168 @@
+import Crypto
+import Foundation
+import GRDB
+import Latchkey
+import LatchkeySQLite
+import LatchkeyTestSupport
+import Testing
+
+/// The SQLite store and the files it did not create: what it trusts, and what it refuses.
+@Suite("SQLite store files")
+struct SQLiteStoreFileTests {
+    /// The file helpers of the store's other tests.
+    let files = SQLiteStoreTests()
+
+    // MARK: Files the store did not create
+
+    @Test("a folder, database or key file open to other users is refused, naming it and the fix")
+    func openToOthers() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        let home = folder.file("home")
+        let path = (home as NSString).appendingPathComponent("credentials.sqlite")
+        _ = try await CredentialStore.sqlite(at: path).add(Fixtures.token(user: "alice"))
+        func refused(_ file: String, _ fix: String) throws {
+            let error = #expect(throws: StorageError.self) { _ = try SQLiteCredentialStorage(path: path) }
+            #expect(error?.code == .insecureFile)
+            #expect(error?.isRetryable == false)
+            #expect(error?.path == file)
+            #expect(error?.description.contains(fix) == true, "\(error?.description ?? "")")
+        }
+        for (file, mode, fix) in [
+            (home, 0o777, "chmod go-w"), (path, 0o666, "chmod go-w"), (path + ".key", 0o644, "chmod 600"),
+            (path + ".key", 0o640, "chmod 600"),
+        ] {
+            let safe = try files.mode(file)
+            chmod(file, mode_t(mode))
+            try refused(file, fix)
+            chmod(file, mode_t(safe))
+        }
+        #expect(try await SQLiteCredentialStorage(path: path).all().count == 1, "and trusted again once fixed")
+        // A file of another user's, when this test may give one away.
+        if geteuid() == 0 {
+            chown(path + ".key", 65_534, 65_534)
+            try refused(path + ".key", "chown")
+            chown(path + ".key", 0, 0)
+        }
+    }
+
+    @Test("a key file planted before its database is never adopted; nothing is left behind")
+    func plantedKey() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        let path = folder.file("credentials.sqlite")
+        // Known bytes, mode 0600, the user's own: everything right but its history.
+        let planted = Data(repeating: 7, count: 32)
+        #expect(
+            FileManager.default.createFile(
+                atPath: path + ".key", contents: planted, attributes: [.posixPermissions: 0o600]))
+        let error = #expect(throws: StorageError.self) { _ = try SQLiteCredentialStorage(path: path) }
+        #expect(error?.code == .insecureFile)
+        #expect(error?.path == path + ".key")
+        #expect(!FileManager.default.fileExists(atPath: path), "no database file was left behind")
+        #expect(FileManager.default.contents(atPath: path + ".key") == planted, "the planted file is not touched")
+        // A key the caller names on purpose may well exist before the database.
+        let store = try SQLiteCredentialStorage(path: path, key: .keyFile(path + ".key"))
+        try await store.insert(
+            StoredCredential(
+                id: CredentialID(), token: Fixtures.token(user: "alice"),
+                metadata: CredentialMetadata(issuer: Fixtures.provider.issuer, clientID: "c"), createdAt: Date(),
+                updatedAt: Date()))
+        #expect(try await store.all().count == 1)
+    }
+
+    @Test("a database or key file that is a symbolic link is refused")
+    func symbolicLinks() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        let path = folder.file("credentials.sqlite")
+        _ = try await CredentialStore.sqlite(at: path).add(Fixtures.token(user: "alice"))
+        let elsewhere = folder.file("elsewhere")
+        for file in [path, path + ".key"] {
+            try FileManager.default.moveItem(atPath: file, toPath: elsewhere)
+            try FileManager.default.createSymbolicLink(atPath: file, withDestinationPath: elsewhere)
+            let error = #expect(throws: StorageError.self) { _ = try SQLiteCredentialStorage(path: path) }
+            #expect(error?.code == .insecureFile)
+            #expect(error?.path == file)
+            try FileManager.default.removeItem(atPath: file)
+            try FileManager.default.moveItem(atPath: elsewhere, toPath: file)
+        }
+        #expect(try await SQLiteCredentialStorage(path: path).all().count == 1)
+    }
+
+    @Test("a key rotation seals everything again in one step; a rotation cut short is completed on open")
+    func keyRotation() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        let path = folder.file("credentials.sqlite")
+        let store = try await CredentialStore.sqlite(at: path)
+        let alice = try await store.add(Fixtures.token(user: "alice"))
+        try await store.setDefault(alice.id)
+        try await store.outbox.enqueue(
+            OutboxEntry(
+                provider: Fixtures.provider, action: .revoke(.refreshToken), token: "SECRET-QUEUED", account: "alice",
+                tokenExpiresAt: nil, createdAt: Date(), attempts: 1, nextAttemptAt: Date(), lastError: nil),
+            limit: 10)
+        let oldKey = try #require(FileManager.default.contents(atPath: path + ".key"))
+        try (store.storage as? SQLiteCredentialStorage)?.close()
+
+        let newKey = SymmetricKey(size: .bits256)
+        try await SQLiteCredentialStorage.rotateKey(path: path, to: newKey)
+        let keyFile = try #require(FileManager.default.contents(atPath: path + ".key"))
+        #expect(keyFile == newKey.withUnsafeBytes { Data($0) })
+        #expect(try files.mode(path + ".key") == 0o600)
+        #expect(!FileManager.default.fileExists(atPath: path + ".key.next"))
+        let reopened = try SQLiteCredentialStorage(path: path)
+        #expect(try await reopened.all().map(\.token) == [alice.token])
+        #expect(try await reopened.defaultCredentialID() == alice.id)
+        #expect(try await reopened.outboxEntries().map(\.token) == ["SECRET-QUEUED"])
+        #expect(try await reopened.damagedRecords().isEmpty)
+        try reopened.close()
+        let old = #expect(throws: StorageError.self) {
+            _ = try SQLiteCredentialStorage(path: path, key: .key(SymmetricKey(data: oldKey)))
+        }
+        #expect(old?.code == .wrongKey)
+
+        // Cut short: committed, but the process died before the key file was replaced.
+        try await SQLiteCredentialStorage.rotateKey(path: path, to: SymmetricKey(size: .bits256))
+        let newest = try #require(FileManager.default.contents(atPath: path + ".key"))
+        try FileManager.default.moveItem(atPath: path + ".key", toPath: path + ".key.next")
+        #expect(
+            FileManager.default.createFile(
+                atPath: path + ".key", contents: keyFile, attributes: [.posixPermissions: 0o600]))
+        #expect(try await SQLiteCredentialStorage(path: path).all().map(\.token) == [alice.token])
+        #expect(FileManager.default.contents(atPath: path + ".key") == newest)
+        #expect(!FileManager.default.fileExists(atPath: path + ".key.next"))
+    }
+
+    @Test("a key from a file descriptor, as base64 from a secret manager's pipe")
+    func keyFromDescriptor() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        let path = folder.file("credentials.sqlite")
+        let key = SymmetricKey(size: .bits256)
+        func pipeHolding(_ key: SymmetricKey) throws -> Int32 {
+            var ends: [Int32] = [0, 0]
+            try #require(pipe(&ends) == 0)
+            let text = key.withUnsafeBytes { Data($0) }.base64EncodedString() + "\n"
+            _ = text.withCString { write(ends[1], $0, strlen($0)) }
+            close(ends[1])
+            return ends[0]
+        }
+        let store = try SQLiteCredentialStorage(path: path, key: .fileDescriptor(try pipeHolding(key)))
+        try await store.insert(
+            StoredCredential(
+                id: CredentialID(), token: Fixtures.token(user: "alice"),
+                metadata: CredentialMetadata(issuer: Fixtures.provider.issuer, clientID: "c"), createdAt: Date(),
+                updatedAt: Date()))
+        try store.close()
+        #expect(!FileManager.default.fileExists(atPath: path + ".key"), "no key file is written")
+        #expect(
+            try await SQLiteCredentialStorage(path: path, key: .fileDescriptor(try pipeHolding(key))).all().count == 1)
+        let wrong = #expect(throws: StorageError.self) {
+            _ = try SQLiteCredentialStorage(
+                path: path, key: .fileDescriptor(try pipeHolding(SymmetricKey(size: .bits256))))
+        }
+        #expect(wrong?.code == .wrongKey)
+    }
+}
