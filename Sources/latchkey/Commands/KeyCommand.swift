@@ -31,8 +31,9 @@ struct KeyCommand: AsyncParsableCommand {
             discussion: """
                 With the key file beside the database, or one named by --key-file, the new key replaces it \
                 (atomically, after the store was sealed again). With --key-fd, name the new file the new key \
-                goes to with --new-key-file (mode 0600), and give it to your secret manager. No other latchkey \
-                may use the home meanwhile.
+                goes to with --new-key-file (mode 0600), and give it to your secret manager. Other latchkey \
+                processes may go on using the home: the rotation waits for a refresh under way, and they read \
+                the new key from the key file (a key given by --key-fd is not re-read: start them again).
                 """)
         @OptionGroup var global: GlobalOptions
         @Option(name: .customLong("new-key-file"), help: "With --key-fd: the new file the new key goes to.")
