@@ -10,6 +10,8 @@
 //       Drains the outbox until it is empty; prints "revoked N". With STALL_AFTER, the
 //       revocation requests after the first STALL_AFTER never end (an instance that hangs in
 //       the middle of its batch, to be killed): it prints "stalled" when the first one hangs.
+//   latchkey-fleet-worker hold ID
+//       Takes credential ID's lease, prints "holding", and keeps it until killed.
 //   latchkey-fleet-worker watch
 //       Prints "listening", then one line per change another instance makes:
 //       "event KIND ID SECONDS-SINCE-1970".
@@ -127,6 +129,14 @@ do {
             if report.revoked == 0 { try await Task.sleep(for: .milliseconds(200)) }
         }
         say("revoked \(revoked)")
+    case "hold":
+        guard arguments.count == 2 else { fail("usage: hold ID") }
+        let store = try await openStore(client)
+        let id = CredentialID(rawValue: arguments[1])
+        _ = try await store.storage.withCredentialLease(for: id, terms: LeaseTerms(duration: .seconds(3_600))) { _ in
+            say("holding")
+            while true { try? await Task.sleep(for: .seconds(3_600)) }
+        }
     case "watch":
         let store = try await openStore(client)
         let changes = store.changes
@@ -142,7 +152,7 @@ do {
             }
         }
     default:
-        fail("usage: latchkey-fleet-worker migrate | tokens | drain | watch")
+        fail("usage: latchkey-fleet-worker migrate | tokens | drain | hold | watch")
     }
 } catch {
     FileHandle.standardError.write(Data("worker failed: \(error)\n".utf8))

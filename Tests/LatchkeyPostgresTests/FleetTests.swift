@@ -53,6 +53,33 @@ struct FleetTests {
         return (provider, credential)
     }
 
+    @Test(
+        "an instance killed while it holds a credential's lease holds no one up: the lease is free at once",
+        .timeLimit(.minutes(1)))
+    func killedLeaseHolder() async throws {
+        let fleet = try await Fleet.make()
+        try await PostgresServer.withStore(key: fleet.key.key, url: fleet.url) { store, storage, _ in
+            let id = try await store.add(Fixtures.token("alice"), accountClaims: Fixtures.claims("alice")).id
+            let holder = try await fleet.start(["hold", id.rawValue])
+            _ = try await holder.standardOutput(until: { $0.contains("holding") })
+            // Held elsewhere: a waiter waits, and can give up.
+            let waiter = Task {
+                try await storage.withCredentialLease(for: id, terms: LeaseTerms(duration: .seconds(3_600))) { _ in }
+            }
+            try await Task.sleep(for: .milliseconds(300))
+            waiter.cancel()
+            let gaveUp = await waiter.result
+            #expect(throws: StorageError.self) { try gaveUp.get() }
+            holder.send(signal: SIGKILL)
+            #expect(try await holder.finish().status == SIGKILL)
+            // Its connection ended, and the lock with it: no duration to wait out.
+            let taken = try await storage.withCredentialLease(for: id, terms: LeaseTerms(duration: .seconds(3_600))) {
+                _ in true
+            }
+            #expect(taken)
+        }
+    }
+
     @Test("instances starting at once migrate one after the other")
     func migrationsAtOnce() async throws {
         let fleet = try await Fleet.make()

@@ -22,6 +22,10 @@ public enum SignOutPolicy: String, Sendable, Hashable, CaseIterable {
 
 /// A named step of the application's, run during sign-out (after the server steps, before
 /// local removal) and reported like the others: deregistering a push token, say.
+///
+/// It runs in the account's credential transaction, which holds the credential's lease: it is
+/// handed the credential as stored, and must not ask the store to change that credential (a
+/// refresh, a revocation) — that would wait for the lease the sign-out holds.
 public struct SignOutHook: Sendable {
     /// The step's name in the report.
     public var name: String

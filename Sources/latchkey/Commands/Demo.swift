@@ -109,7 +109,7 @@ extension LatchkeyCommand {
             narrator.report(offline)
             narrator.check(
                 "partial: signed out here, the server steps failed", offline.isPartial && offline.signedOutLocally)
-            let queued = (try? await deviceA.outboxEntries()) ?? []
+            let queued = try await deviceA.outboxEntries()
             narrator.check("bob's revocations wait in the sealed outbox (\(queued.count) entries)", queued.count == 3)
             narrator.check("bob is gone from device A", try await deviceA.all().isEmpty)
             dev.faults.isOffline = false
