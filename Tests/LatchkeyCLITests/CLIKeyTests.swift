@@ -100,7 +100,7 @@ struct CLIKeyTests: DevProviderCLITest {
 
     @Test(
         "key rotate while 8 processes refresh: no refresh answer is lost, the grant stays alive",
-        .timeLimit(.minutes(2)))
+        .timeLimit(.minutes(TestTiming.minutes(2))))
     func rotateWhileRefreshing() async throws {
         try await withDevices { dev, a, _ in
             try await signInWithShortToken(dev, a)

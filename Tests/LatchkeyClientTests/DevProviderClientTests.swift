@@ -215,7 +215,7 @@ struct DevProviderClientTests {
 
     @Test(
         "bodies past the size cap and answers past the timeout (head or body) are transport errors",
-        .timeLimit(.minutes(1)))
+        .timeLimit(.minutes(TestTiming.minutes(1))))
     func limits() async throws {
         try await withHarness(.dev, tweak: { $0.requestOptions.maximumBodySize = 64 * 1024 }) { harness in
             let dev = try #require(harness.dev)
@@ -255,7 +255,7 @@ struct DevProviderClientTests {
 
     @Test(
         "a lease holder's request is cut to the lease's deadline: it ends, retryable, before another may hold the lease",
-        .timeLimit(.minutes(1)))
+        .timeLimit(.minutes(TestTiming.minutes(1))))
     func leaseDeadline() async throws {
         let clock = TestClock()
         // A provider that does not rotate: the answer the client gives up on spends nothing (a

@@ -55,7 +55,7 @@ struct FleetTests {
 
     @Test(
         "an instance killed while it holds a credential's lease holds no one up: the lease is free at once",
-        .timeLimit(.minutes(1)))
+        .timeLimit(.minutes(TestTiming.minutes(1))))
     func killedLeaseHolder() async throws {
         let fleet = try await Fleet.make()
         try await PostgresServer.withStore(key: fleet.key.key, url: fleet.url) { store, storage, _ in

@@ -14,7 +14,7 @@ import Testing
 struct PostgresLeaseTests {
     @Test(
         "50 distinct credentials refresh at once through a pool of 4 connections: every one refreshes once",
-        .timeLimit(.minutes(2)))
+        .timeLimit(.minutes(TestTiming.minutes(2))))
     func manyHoldersSmallPool() async throws {
         let url = try await PostgresServer.freshDatabase()
         var configuration = try PostgresCredentialStorage.clientConfiguration(url: url)

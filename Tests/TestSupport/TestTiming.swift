@@ -18,4 +18,8 @@ public enum TestTiming {
 
     /// `milliseconds` times the slowdown.
     public static func scaled(milliseconds: Int) -> Int { Int((Double(milliseconds) * slowdown).rounded()) }
+
+    /// A test's time limit of `minutes`, times the slowdown, rounded up: a limit that proves a
+    /// wait ends (a timeout, a lease's deadline) must not fire first on a slow run.
+    public static func minutes(_ minutes: Int) -> Int { Int((Double(minutes) * slowdown).rounded(.up)) }
 }
