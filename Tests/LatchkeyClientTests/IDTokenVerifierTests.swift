@@ -143,6 +143,25 @@ struct IDTokenVerifierTests {
         #expect(fetches.value == 2)
     }
 
+    @Test("a key set entry carrying private RSA parameters that cannot be a key is refused, not a crash")
+    func hostileKeyWithPrivateParameters() async throws {
+        let keys = try await Keys()
+        // An even modulus (4) with a private exponent: building a private key from it traps in
+        // swift-crypto (found by the fuzzer). A key set holds public keys; the private parts of
+        // a key are never read.
+        var jwks = keys.jwks
+        jwks.keys.append(JWK.rsa(.rs256, identifier: "rsa-1", modulus: "BA", exponent: "AQAB", privateExponent: "AQ"))
+        var hostile = keys
+        hostile.jwks = jwks
+        let header = #"{"alg":"RS256","kid":"rsa-1"}"#
+        func segment(_ text: String) -> String {
+            Data(text.utf8).base64EncodedString().replacingOccurrences(of: "=", with: "")
+                .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+        }
+        let token = "\(segment(header)).\(segment(#"{"sub":"alice"}"#)).c2ln"
+        await #expect(throws: IDTokenError.self) { _ = try await verify(token, keys: hostile) }
+    }
+
     @Test("an oversized or malformed token is rejected without parsing")
     func oversized() async throws {
         let keys = try await Keys()

@@ -132,6 +132,9 @@ public struct IDTokenVerifier: Sendable {
         guard let expected = JWK.Algorithm(rawValue: algorithm), jwk.algorithm == nil || jwk.algorithm == expected
         else { throw IDTokenError(.algorithmNotAllowed) }
         jwk.algorithm = expected
+        // A key set publishes public keys; a private part in it is never used (building a private
+        // RSA key from a hostile one traps inside swift-crypto).
+        (jwk.privateExponent, jwk.prime1, jwk.prime2) = (nil, nil, nil)
         do {
             let collection = try await JWTKeyCollection().add(jwk: jwk, isDefault: true)
             _ = try await collection.verify(token, as: IDTokenPayload.self)
