@@ -182,6 +182,19 @@ public final class DevProvider: Sendable {
         await state.setIDTokenLifetime(seconds)
     }
 
+    /// Publishes `entries` (each a JWK object as JSON text) in the JWKS after the provider's own
+    /// keys: keys a client cannot use (`{"kty":"oct","k":"…"}`, an EC key on `secp256k1`), for
+    /// tests of a client's key set handling. An empty list publishes the provider's keys alone.
+    public func setExtraKeySetEntries(_ entries: [String]) async {
+        await state.setExtraKeySetEntries(entries)
+    }
+
+    /// How many grants of `username` are live (not revoked): what a test of a sign-in that must
+    /// end a grant checks on the server's side.
+    public func liveGrants(of username: String) async -> Int {
+        await state.liveGrants(of: username)
+    }
+
     /// How many journey sessions of `username` are live: what a test of a sign-out checks on
     /// the server's side.
     public func liveJourneySessions(of username: String) async -> Int {

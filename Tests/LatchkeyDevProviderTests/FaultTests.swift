@@ -7,7 +7,7 @@ import Testing
 
 @Suite("Dev provider: fault injection and counters")
 struct FaultTests {
-    @Test("a forced status answers with Retry-After and an OAuth error body, for a limited count")
+    @Test("a forced 5xx answers with Retry-After and an OAuth error body, for a limited count; a 403 with a page")
     func forcedStatus() async throws {
         try await withProvider { client in
             client.provider.faults.set(DevProviderFault(status: 503, retryAfter: 2, remaining: 2), for: .revocation)
@@ -21,6 +21,11 @@ struct FaultTests {
 
             #expect(code1 == 200)
             #expect(client.provider.faults.count(.revocation) == 3)
+            // Any other status is what stands in the way answering: a page, not OAuth JSON.
+            client.provider.faults.set(DevProviderFault(status: 403, remaining: 1), for: .revocation)
+            let blocked = try await client.revoke("x")
+            #expect(blocked.status == 403)
+            #expect(blocked.header("Content-Type")?.hasPrefix("text/html") == true)
         }
     }
 

@@ -5,6 +5,7 @@ import LatchkeyDevProvider
 import LatchkeyTestSupport
 import NIOCore
 import NIOHTTP1
+import NIOPosix
 import Synchronization
 import Testing
 
@@ -81,6 +82,27 @@ struct Client: Sendable {
         let response = try await http.execute(request, timeout: .seconds(Int64(30 * TestTiming.slowdown)))
         let body = try await response.body.collect(upTo: 64 << 20)
         return Answer(status: Int(response.status.code), headers: response.headers, body: Data(body.readableBytesView))
+    }
+
+    /// Sends `request` byte for byte over a new connection (what a client that AsyncHTTPClient
+    /// would refuse to build sends) and returns the answer's status line and body.
+    func raw(_ request: String) async throws -> (status: String, body: String) {
+        let url = try #require(URL(string: url(.token)))
+        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .connect(host: "127.0.0.1", port: try #require(url.port)) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+                }
+            }
+        let answer = try await channel.executeThenClose { inbound, outbound in
+            try await outbound.write(ByteBuffer(string: request))
+            var answer = ""
+            for try await chunk in inbound { answer += String(buffer: chunk) }
+            return answer
+        }
+        let status = answer.split(separator: "\r\n", maxSplits: 1).first.map(String.init) ?? ""
+        let body = answer.range(of: "\r\n\r\n").map { String(answer[$0.upperBound...]) } ?? ""
+        return (status, body)
     }
 
     static func encode(_ form: [(String, String)]) -> String {

@@ -131,6 +131,36 @@ struct TokenEndpointTests {
         }
     }
 
+    @Test("a raw space in a form is a space; a malformed percent escape is a 400, and the server keeps serving")
+    func malformedFormEncoding() async throws {
+        try await withProvider { client in
+            let token = try #require(URL(string: client.url(.token))).path
+            let authorize = try #require(URL(string: client.url(.authorization))).path
+            func post(_ body: String) -> String {
+                "POST \(token) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+                    + "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+            }
+            // oidc-agent sends its scopes with a raw space.
+            let spaced = try await client.raw(
+                post(
+                    "grant_type=password&username=alice&password=alice-password&client_id=latchkey-cli&scope=openid profile"
+                ))
+            #expect(spaced.status.hasPrefix("HTTP/1.1 200"), "\(spaced.status)")
+            #expect(spaced.body.contains("access_token"))
+            for request in [
+                "GET \(authorize)?client_id=%zz&response_type=code HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+                post("grant_type=password&username=%zz&password=x&client_id=latchkey-cli"),
+                post("grant_type=password&username=alice%&client_id=latchkey-cli"),
+                post("grant_type=password&username=%FF&client_id=latchkey-cli"),
+            ] {
+                let answer = try await client.raw(request)
+                #expect(answer.status.hasPrefix("HTTP/1.1 400"), "\(answer.status)")
+                #expect(answer.body.contains("invalid_request"))
+            }
+            #expect(try await client.signIn().status == 200)
+        }
+    }
+
     @Test("refresh rotates the refresh token; replaying the old one revokes the whole grant")
     func rotationAndReplay() async throws {
         try await withProvider { client in

@@ -19,14 +19,21 @@ public struct DevProviderConfiguration: Sendable, Codable, Hashable {
         public var email: String
         /// The `sub` claim; the username when not set.
         public var subject: String?
+        /// Claims of numbers its userinfo carries besides the standard ones, for tests of a
+        /// client's number handling (`{"clearance": 9.3e18}`).
+        public var numberClaims: [String: Double]?
 
         /// Creates a user.
-        public init(username: String, password: String, name: String, email: String, subject: String? = nil) {
+        public init(
+            username: String, password: String, name: String, email: String, subject: String? = nil,
+            numberClaims: [String: Double]? = nil
+        ) {
             self.username = username
             self.password = password
             self.name = name
             self.email = email
             self.subject = subject
+            self.numberClaims = numberClaims
         }
 
         var sub: String { subject ?? username }

@@ -76,7 +76,15 @@ struct Endpoints: Sendable {
 
     func jwks(_ request: Request, _ context: ProviderContext) async throws -> Response {
         let set = await state.keys.jwks(now: await state.currentDate)
+        let extra = await state.extraKeySetEntries
         var response = Reply.encoded(set)
+        if !extra.isEmpty, let data = try? JSONEncoder().encode(set),
+            var object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+        {
+            let entries = extra.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) }
+            object["keys"] = (object["keys"] as? [Any] ?? []) + entries
+            response = Reply.json(object)
+        }
         response.headers[.contentType] = "application/jwk-set+json"
         response.headers[.cacheControl] = "public, max-age=60"
         return response
@@ -188,6 +196,7 @@ struct Endpoints: Sendable {
         switch claim {
         case .string(let value): value
         case .number(let value): value
+        case .decimal(let value): value
         case .strings(let value): value
         case .bool(let value): value
         }

@@ -14,7 +14,7 @@ struct JourneyEndpoints: Sendable {
     /// the journey; a page sent back goes on with it.
     func authenticate(_ request: Request, _ context: ProviderContext) async throws -> Response {
         try Self.requireVersion(request, major: ["2"])
-        let query = Parameters(encoded: request.uri.query ?? "")
+        let query = try Self.query(of: request)
         if let type = try query["authIndexType"], type != "service" {
             throw AMFailure.badRequest("Only authIndexType=service is supported.")
         }
@@ -49,7 +49,7 @@ struct JourneyEndpoints: Sendable {
 
     /// `POST sessions?_action=validate|logout`, the session in the header named after the cookie.
     func sessions(_ request: Request, _ context: ProviderContext) async throws -> Response {
-        let action = try Parameters(encoded: request.uri.query ?? "")["_action"]
+        let action = try Self.query(of: request)["_action"]
         let header = HTTPField.Name(journeys.cookieName).flatMap { request.headers[$0] }
         switch action {
         case "validate":
@@ -67,6 +67,13 @@ struct JourneyEndpoints: Sendable {
             return Reply.json(["result": "Successfully logged out"])
         default:
             throw AMFailure.badRequest("Action '\(action ?? "")' not implemented for this resource")
+        }
+    }
+
+    /// The query of `request`; a malformed one is refused as AM refuses it.
+    private static func query(of request: Request) throws -> Parameters {
+        do { return try Parameters(encoded: request.uri.query ?? "") } catch {
+            throw AMFailure.badRequest(error.description)
         }
     }
 

@@ -7,6 +7,8 @@ import _CryptoExtras
 enum Claim: Sendable, Codable, Hashable {
     case string(String)
     case number(Int)
+    /// A number that is not an `Int` (a fraction, or beyond `Int`'s range).
+    case decimal(Double)
     case strings([String])
     case bool(Bool)
 
@@ -28,6 +30,7 @@ enum Claim: Sendable, Codable, Hashable {
         switch self {
         case .string(let value): try container.encode(value)
         case .number(let value): try container.encode(value)
+        case .decimal(let value): try container.encode(value)
         case .strings(let value): try container.encode(value)
         case .bool(let value): try container.encode(value)
         }

@@ -62,7 +62,7 @@ public enum DevProviderEndpoint: String, Sendable, Codable, CaseIterable, Hashab
         let realmIssuer = "/oauth2/realms/root/realms/\(realm)"
         if path.hasPrefix(realmIssuer + "/") { path = String(path.dropFirst(realmIssuer.count)) }
         if path == "/json/realms/root/realms/\(realm)/serverinfo/*" { path = "/json/serverinfo/*" }
-        let action = Parameters(encoded: query ?? "").values["_action"]
+        let action = (try? Parameters(encoded: query ?? ""))?.values["_action"]
         guard
             let endpoint = Self.allCases.first(where: {
                 $0.path(realm: realm) == path && ($0.query == nil || $0.query == "_action=\(action ?? "")")
@@ -76,7 +76,8 @@ public enum DevProviderEndpoint: String, Sendable, Codable, CaseIterable, Hashab
 public struct DevProviderFault: Sendable, Codable, Hashable {
     /// Added before the endpoint answers, in milliseconds.
     public var latencyMilliseconds: Int?
-    /// Answer with this status instead (e.g. 503) and an OAuth error body.
+    /// Answer with this status instead: an OAuth `temporarily_unavailable` body for 5xx and 429
+    /// (e.g. 503), an HTML page for any other (a firewall's 403).
     public var status: Int?
     /// The `Retry-After` header (seconds) sent with a forced status.
     public var retryAfter: Int?
@@ -90,6 +91,15 @@ public struct DevProviderFault: Sendable, Codable, Hashable {
     public var oversizedBodyBytes: Int?
     /// Send the answer's body a byte at a time, this many milliseconds apart (the head at once).
     public var trickleMilliseconds: Int?
+    /// Hold the answer this many milliseconds after the endpoint has done its work (rotated a
+    /// refresh token, say): the window in which a client that goes away loses the answer.
+    public var answerDelayMilliseconds: Int?
+    /// Fields of the endpoint's JSON answer replaced after it has done its work, each value as
+    /// JSON text (`["scope": #"["openid"]"#, "expires_in": #""3600s""#]`): a provider's odd answer.
+    public var replacedFields: [String: String]?
+    /// Answer 400 with an `error` and an `error_description` that repeat the request's body, as a
+    /// careless provider does: for tests that a client never shows what it sent.
+    public var echoesRequest: Bool?
     /// Apply to this many requests, then clear; `nil` until cleared.
     public var remaining: Int?
 
@@ -97,7 +107,8 @@ public struct DevProviderFault: Sendable, Codable, Hashable {
     public init(
         latencyMilliseconds: Int? = nil, status: Int? = nil, retryAfter: Int? = nil, wwwAuthenticate: String? = nil,
         dropConnection: Bool? = nil, malformedBody: Bool? = nil, oversizedBodyBytes: Int? = nil,
-        trickleMilliseconds: Int? = nil, remaining: Int? = nil
+        trickleMilliseconds: Int? = nil, answerDelayMilliseconds: Int? = nil, replacedFields: [String: String]? = nil,
+        echoesRequest: Bool? = nil, remaining: Int? = nil
     ) {
         self.latencyMilliseconds = latencyMilliseconds
         self.status = status
@@ -107,6 +118,9 @@ public struct DevProviderFault: Sendable, Codable, Hashable {
         self.malformedBody = malformedBody
         self.oversizedBodyBytes = oversizedBodyBytes
         self.trickleMilliseconds = trickleMilliseconds
+        self.answerDelayMilliseconds = answerDelayMilliseconds
+        self.replacedFields = replacedFields
+        self.echoesRequest = echoesRequest
         self.remaining = remaining
     }
 
@@ -248,12 +262,21 @@ struct FaultMiddleware: RouterMiddleware {
         }
         if fault.dropConnection == true { throw dropped(context) }
         if let status = fault.status {
-            var response = Reply.json(
-                ["error": "temporarily_unavailable", "error_description": "Injected fault: status \(status)."],
-                status: HTTPResponse.Status(code: status))
+            // A server in trouble answers as an OAuth server would; any other status comes as the
+            // HTML page of what stands in the way (a firewall, a captive portal, a proxy).
+            var response =
+                status >= 500 || status == 429
+                ? Reply.json(
+                    ["error": "temporarily_unavailable", "error_description": "Injected fault: status \(status)."],
+                    status: HTTPResponse.Status(code: status))
+                : Reply.html("<h1>Injected fault: status \(status)</h1>", status: HTTPResponse.Status(code: status))
             if let retryAfter = fault.retryAfter { response.headers[.retryAfter] = String(retryAfter) }
             if let challenge = fault.wwwAuthenticate { response.headers[.wwwAuthenticate] = challenge }
             return response
+        }
+        if fault.echoesRequest == true {
+            let body = String(buffer: try await request.body.collect(upTo: 65_536))
+            return Reply.json(["error": body, "error_description": body], status: .badRequest)
         }
         var response = try await next(request, context)
         if fault.malformedBody == true {
@@ -267,10 +290,27 @@ struct FaultMiddleware: RouterMiddleware {
             response.body = ResponseBody(byteBuffer: buffer)
             response.status = .ok
             response.headers[.contentType] = "application/json"
+        } else if let fields = fault.replacedFields {
+            response.body = try await Self.replacing(fields, in: response.body)
         } else if let gap = fault.trickleMilliseconds {
             response.body = try await Self.trickled(response.body, every: .milliseconds(gap))
         }
+        if let delay = fault.answerDelayMilliseconds, delay > 0 { try await Task.sleep(for: .milliseconds(delay)) }
         return response
+    }
+
+    /// A JSON object `body` with `fields` (each value JSON text) put in; any other body as it was.
+    private static func replacing(_ fields: [String: String], in body: ResponseBody) async throws -> ResponseBody {
+        let collector = BodyCollector()
+        try await body.write(collector)
+        guard var object = try? JSONSerialization.jsonObject(with: Data(collector.bytes)) as? [String: Any] else {
+            return ResponseBody(byteBuffer: ByteBuffer(bytes: collector.bytes))
+        }
+        for (name, json) in fields {
+            object[name] = try? JSONSerialization.jsonObject(with: Data(json.utf8), options: .fragmentsAllowed)
+        }
+        let data = (try? JSONSerialization.data(withJSONObject: object)) ?? Data(collector.bytes)
+        return ResponseBody(byteBuffer: ByteBuffer(bytes: data))
     }
 
     /// `body`, sent a byte at a time, `gap` apart.

@@ -108,27 +108,29 @@ struct Parameters: Sendable {
     private(set) var values: [String: String] = [:]
     private(set) var repeated: Set<String> = []
 
-    init(encoded: String) {
-        var components = URLComponents()
-        components.percentEncodedQuery = encoded.replacingOccurrences(of: "+", with: "%20")
-        for item in components.queryItems ?? [] {
-            if values[item.name] != nil { repeated.insert(item.name) }
-            values[item.name] = item.value ?? ""
+    /// Throws `invalid_request` when a percent escape in `encoded` is malformed.
+    init(encoded: String) throws(OAuthFailure) {
+        guard let pairs = FormEncoding.pairs(encoded) else {
+            throw .invalidRequest("The parameters are not valid form encoding (a malformed percent escape).")
+        }
+        for (name, value) in pairs {
+            if values[name] != nil { repeated.insert(name) }
+            values[name] = value
         }
     }
 
     /// The form body of `request` (at most 64 KiB), or its query string for `GET`.
     static func of(_ request: Request) async throws -> Parameters {
         if request.method == .get || request.method == .head {
-            return Parameters(encoded: request.uri.query ?? "")
+            return try Parameters(encoded: request.uri.query ?? "")
         }
         let contentType = request.headers[.contentType] ?? ""
         let body = try await request.body.collect(upTo: 65_536)
         guard contentType.lowercased().hasPrefix("application/x-www-form-urlencoded") else {
-            if body.readableBytes == 0 { return Parameters(encoded: request.uri.query ?? "") }
+            if body.readableBytes == 0 { return try Parameters(encoded: request.uri.query ?? "") }
             throw OAuthFailure.invalidRequest("The body must be application/x-www-form-urlencoded.")
         }
-        return Parameters(encoded: String(buffer: body))
+        return try Parameters(encoded: String(buffer: body))
     }
 
     /// A parameter's value; empty values count as absent. Throws when it was sent twice.

@@ -39,6 +39,11 @@ extension ProviderState {
 
     static let otherClient = OAuthFailure.invalidRequest("The token was issued to another client.")
 
+    /// How many grants of `username` are not revoked.
+    func liveGrants(of username: String) -> Int {
+        grants.values.count { $0.username == username && !$0.revoked }
+    }
+
     /// A grant and every token of it, revoked.
     func revokeGrant(_ grantID: String) {
         grants[grantID]?.revoked = true

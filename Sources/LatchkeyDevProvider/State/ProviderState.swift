@@ -13,6 +13,8 @@ actor ProviderState {
     var idTokenLifetime: Int
     private(set) var issuer = ""
     let now: @Sendable () -> Date
+    /// JWK objects (JSON text) published in the JWKS after the provider's own keys.
+    var extraKeySetEntries: [String] = []
 
     var sessions: [String: Session] = [:]
     var browserSessions: [String: String] = [:]  // cookie value → sid
@@ -43,6 +45,7 @@ actor ProviderState {
 
     func setAccessTokenLifetime(_ seconds: Int) { accessTokenLifetime = seconds }
     func setIDTokenLifetime(_ seconds: Int) { idTokenLifetime = seconds }
+    func setExtraKeySetEntries(_ entries: [String]) { extraKeySetEntries = entries }
 
     var currentDate: Date { now() }
 
@@ -303,6 +306,7 @@ actor ProviderState {
             claims["email"] = .string(user.email)
             claims["email_verified"] = .bool(true)
         }
+        for (name, value) in user.numberClaims ?? [:] { claims[name] = .decimal(value) }
         return claims
     }
 
