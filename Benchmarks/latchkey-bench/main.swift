@@ -67,7 +67,13 @@ func client(_ dev: DevProvider, clock: any LatchkeyClock = SystemClock()) -> Ope
 if runs("provider") {
     // One clock for the provider and the clients, moved forward to expire tokens.
     let clock = OffsetClock()
-    let dev = try await DevProvider.start(now: { clock.date })
+    // Twenty users, so that twenty sign-ins are twenty accounts (the same user signing in again
+    // replaces the tokens of their account).
+    var configuration = DevProviderConfiguration.default
+    configuration.users = (0..<20).map {
+        .init(username: "user\($0)", password: "user\($0)-password", name: "User \($0)", email: "user\($0)@example.com")
+    }
+    let dev = try await DevProvider.start(configuration: configuration, now: { clock.date })
     let provider = client(dev, clock: clock)
     _ = try await provider.metadata()
     dev.faults.set(.latency(milliseconds: 50))
@@ -75,7 +81,7 @@ if runs("provider") {
     for _ in 0..<(quick ? 5 : 30) {
         let store = CredentialStore.inMemory()
         await store.register(provider)
-        _ = try await provider.signIn(.password(username: "alice", password: "alice-password"), into: store)
+        _ = try await provider.signIn(.password(username: "user0", password: "user0-password"), into: store)
         one.append(await time { _ = await store.signOut(.current) })
     }
     record("signout.one_account.median", percentile(one, 0.5), "ms")
@@ -87,7 +93,7 @@ if runs("provider") {
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<20 {
                 group.addTask {
-                    let user = index.isMultiple(of: 2) ? "alice" : "bob"
+                    let user = "user\(index)"
                     _ = try await provider.signIn(.password(username: user, password: "\(user)-password"), into: store)
                 }
             }
@@ -101,7 +107,7 @@ if runs("provider") {
     // MARK: Refresh single-flight: 1,000 callers on an expired credential
     let refreshing = client(dev, clock: clock)
     let store = CredentialStore(storage: InMemoryCredentialStorage(), clock: clock)
-    let credential = try await refreshing.signIn(.password(username: "alice", password: "alice-password"), into: store)
+    let credential = try await refreshing.signIn(.password(username: "user0", password: "user0-password"), into: store)
     clock.advance(3_600)
     dev.faults.resetCounters()
     let waits = try await withThrowingTaskGroup(of: Double.self) { group in
@@ -128,7 +134,7 @@ if runs("provider") {
             try await SQLiteCredentialStorage.open(path: folder.appendingPathComponent("credentials.sqlite").path))
         let counted = CredentialStore(storage: counting, clock: clock)
         let account = try await refreshing.signIn(
-            .password(username: "alice", password: "alice-password"), into: counted)
+            .password(username: "user0", password: "user0-password"), into: counted)
         dev.faults.clear()
         clock.advance(3_600)
         counting.reset()
@@ -146,6 +152,18 @@ if runs("provider") {
         record("store_ops.global_signout.opens", Double(signOut.opens), "count")
         record("store_ops.global_signout.writes", Double(signOut.writes), "count")
         record("store_ops.global_signout.leases", Double(signOut.leases), "count")
+
+        // MARK: The window a SIGKILL can hit: from a refresh request sent until its answer is
+        // stored (SQLite, loopback, no added latency). SIGINT, SIGTERM and SIGHUP wait it out.
+        let relogged = try await refreshing.signIn(
+            .password(username: "user0", password: "user0-password"), into: counted)
+        let windows = Mutex<[Double]>([])
+        UninterruptibleWork.observe { window in windows.withLock { $0.append(milliseconds(window)) } }
+        for _ in 0..<(quick ? 5 : 50) { _ = try await relogged.refresh() }
+        UninterruptibleWork.observe(nil)
+        let measured = windows.withLock { $0 }
+        record("refresh.uninterruptible_window.median", percentile(measured, 0.5), "ms")
+        record("refresh.uninterruptible_window.p99", percentile(measured, 0.99), "ms")
     }
 
     // MARK: Outbox drain: 1,000 queued revocations, 20 ms added latency

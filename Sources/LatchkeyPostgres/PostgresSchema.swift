@@ -71,6 +71,8 @@ enum PostgresSchema {
             "ALTER TABLE latchkey_credential ADD COLUMN rejected_access_token text",
             "ALTER TABLE latchkey_outbox ADD COLUMN waits_for text",
         ],
+        // Each credential's version is bound to its seal (`bindVersions` seals every row again).
+        [],
     ]
 
     /// The tags earlier versions kept Latchkey's state in.
@@ -107,6 +109,7 @@ enum PostgresSchema {
                     for statement in migration { try await connection.query(statement, logger: logger) }
                 }
                 if version == 1 { try await moveStateOutOfTags(connection, sealer: sealer, logger: logger) }
+                if (1...2).contains(version) { try await bindVersions(connection, sealer: sealer, logger: logger) }
                 if version == 0 {
                     try await connection.query(
                         "INSERT INTO latchkey_schema (version) VALUES (\(currentVersion))", logger: logger)
@@ -138,7 +141,9 @@ enum PostgresSchema {
             rows.append(row)
         }
         for row in rows {
-            guard case .success(var credential) = try PostgresCredentialStorage.sealedCredential(row).open(with: sealer)
+            guard
+                case .success(var credential) = try PostgresCredentialStorage.sealedCredential(row).open(
+                    with: sealer, versionBound: false)
             else { continue }
             let tags = credential.metadata.tags
             guard tags[legacyStateTags.needsSignIn] != nil || tags[legacyStateTags.rejected] != nil else { continue }
@@ -148,6 +153,24 @@ enum PostgresSchema {
             credential.metadata.tags[legacyStateTags.needsSignIn] = nil
             credential.metadata.tags[legacyStateTags.rejected] = nil
             let sealed = try SealedCredential(credential, sealer: sealer)
+            for try await _ in try await connection.query(
+                try PostgresCredentialStorage.updateQuery(sealed, where: nil), logger: logger)
+            {}
+        }
+    }
+
+    /// Seals every credential again with its version bound. A row that does not open is left as
+    /// it is: it is reported as damaged, never wiped.
+    private static func bindVersions(_ connection: PostgresConnection, sealer: Sealer, logger: Logger) async throws {
+        var rows: [PostgresRow] = []
+        for try await row in try await connection.query(
+            "SELECT \(unescaped: PostgresCredentialStorage.credentialColumns) FROM latchkey_credential", logger: logger)
+        {
+            rows.append(row)
+        }
+        for row in rows {
+            guard let sealed = try PostgresCredentialStorage.sealedCredential(row).bindingVersion(with: sealer)
+            else { continue }
             for try await _ in try await connection.query(
                 try PostgresCredentialStorage.updateQuery(sealed, where: nil), logger: logger)
             {}

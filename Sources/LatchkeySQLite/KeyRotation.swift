@@ -55,7 +55,7 @@ extension SQLiteCredentialStorage {
             let encoding: KeyFiles.KeyEncoding =
                 (try? FileManager.default.attributesOfItem(atPath: keyPath)[.size] as? NSNumber)?.intValue
                     == KeyFiles.keyLength ? .raw : .base64
-            try KeyFiles.createKeyFile(at: pending, key: newKey, encoding: encoding)
+            try KeyFiles.writeNewKeyFile(at: pending, key: newKey, encoding: encoding)
         }
         let next = Sealer(key: newKey)
         do {

@@ -126,7 +126,25 @@ enum Schema {
                     """)
             try moveStateOutOfTags(db, sealer: sealer)
         },
+        { db, sealer in
+            // Each credential's version is bound to its seal: an older copy of the sealed tokens
+            // put back under the current version no longer opens.
+            try bindVersions(db, sealer: sealer)
+        },
     ]
+
+    /// Seals every credential again with its version bound. A row that does not open is left as
+    /// it is: it is reported as damaged, never wiped.
+    private static func bindVersions(_ db: Database, sealer: Sealer) throws {
+        for row in try Row.fetchAll(db, sql: "SELECT \(SQL.list(SealedCredential.columns)) FROM credential") {
+            guard let sealed = try SealedCredential(row: row).bindingVersion(with: sealer) else { continue }
+            var arguments = sealed.arguments
+            arguments += [sealed.id]
+            try db.execute(
+                sql: "UPDATE credential SET \(SQL.assignments(SealedCredential.columns)) WHERE id = ?",
+                arguments: arguments)
+        }
+    }
 
     /// The tags earlier versions kept Latchkey's state in.
     private static let legacyStateTags = (
@@ -140,7 +158,8 @@ enum Schema {
             db,
             sql: "SELECT \(SQL.list(SealedCredential.columns)) FROM credential WHERE tags LIKE '%\"latchkey.%'")
         for row in tagged {
-            guard case .success(var credential) = try SealedCredential(row: row).open(with: sealer) else { continue }
+            guard case .success(var credential) = try SealedCredential(row: row).open(with: sealer, versionBound: false)
+            else { continue }
             let tags = credential.metadata.tags
             guard tags[legacyStateTags.needsSignIn] != nil || tags[legacyStateTags.rejected] != nil else { continue }
             credential.state = CredentialState(

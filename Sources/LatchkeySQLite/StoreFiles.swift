@@ -42,6 +42,8 @@ enum StoreFiles {
 
     /// What is at the database's path.
     struct DatabaseFile {
+        /// Its path.
+        var path: String
         /// Whether a file is there.
         var exists: Bool
         /// Whether it holds data (a store that was created and written).
@@ -52,7 +54,7 @@ enum StoreFiles {
     /// other users' writes, that its owner can read and write.
     static func checkDatabaseFile(_ path: String) throws(StorageError) -> DatabaseFile {
         guard let info = try KeyFiles.status(path, followingLinks: false) else {
-            return DatabaseFile(exists: false, hasData: false)
+            return DatabaseFile(path: path, exists: false, hasData: false)
         }
         guard info.type != .symbolicLink else {
             throw StorageError(
@@ -70,7 +72,7 @@ enum StoreFiles {
                 .fileNotAccessible, path: path,
                 reason: "The credential database cannot be read and written by its owner.")
         }
-        return DatabaseFile(exists: true, hasData: info.size > 0)
+        return DatabaseFile(path: path, exists: true, hasData: info.size > 0)
     }
 
     /// Creates an empty database file with mode 0600, exclusively, so that SQLite (which gives
@@ -116,6 +118,7 @@ enum StoreFiles {
                         "A key file exists for a credential database that did not; Latchkey never adopts one. If it is a leftover of yours, remove it."
                 )
             }
+            if besideDatabase && !database.hasData { try checkEmptyDatabase(database, besideKey: path) }
             return key
         }
         guard !database.hasData else {
@@ -140,6 +143,28 @@ enum StoreFiles {
                 .fileNotAccessible, path: path, reason: "The key file disappeared right after it was created.")
         }
         return key
+    }
+
+    /// How long a store's creator may take from writing the key file to writing the database.
+    static let creationWindow: TimeInterval = 10
+
+    /// An empty database beside its key file: for a moment while another Latchkey creates the
+    /// store (``StorageError/Code/busy``: opening tries again), otherwise a store that was emptied
+    /// or whose creation was cut short. That is damage: reported, and nothing is written over it.
+    private static func checkEmptyDatabase(_ database: DatabaseFile, besideKey keyPath: String) throws(StorageError) {
+        let written = try KeyFiles.status(keyPath, followingLinks: false).map {
+            Date(timeIntervalSince1970: TimeInterval($0.st_mtim.tv_sec))
+        }
+        if let written, Date().timeIntervalSince(written) < creationWindow {
+            throw StorageError(
+                .busy, path: database.path,
+                reason: "The credential database is empty beside its key file: another Latchkey is creating it.")
+        }
+        throw StorageError(
+            .corruptDatabase, path: database.path,
+            reason:
+                "The credential database is empty, yet its key file exists: the store was emptied, or its creation was cut short. Latchkey changes nothing. If it never held an account, remove both files; otherwise restore the database from a backup."
+        )
     }
 
     private static func folderError(_ folder: String, _ problem: String) -> StorageError {

@@ -68,15 +68,21 @@ enum Main {
         }
         do {
             var command = try LatchkeyCommand.parseAsRoot(globalOptionsLast(arguments))
+            // The development server shuts down gracefully on its own signals.
+            if !(command is LatchkeyCommand.DevServer) { SignalDeferral.install() }
             if var asyncCommand = command as? any AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {
                 try command.run()
             }
+            // A signal that waited for a refresh ends the process now, whatever the command did.
+            SignalDeferral.endIfSignalled()
         } catch let error as CLIError {
             Output.error(error.description)
+            SignalDeferral.endIfSignalled()
             exit(error.status.rawValue)
         } catch let error as ExitCode {
+            SignalDeferral.endIfSignalled()
             exit(error.rawValue)
         } catch {
             let code = LatchkeyCommand.exitCode(for: error)
@@ -85,6 +91,7 @@ enum Main {
                 FileHandle.standardError.write(Data((LatchkeyCommand.fullMessage(for: error) + "\n").utf8))
                 exit(ExitStatus.usage.rawValue)
             }
+            SignalDeferral.endIfSignalled()
             LatchkeyCommand.exit(withError: error)
         }
     }

@@ -204,6 +204,20 @@ struct CLIAccountTests: DevProviderCLITest {
             #expect(try await a.run("outbox").status == 0)
             #expect(try await a.run("remove", alice).status == 0)
             #expect(try await a.run("accounts").status == 0)
+
+            // A damaged default marker is reported as damaged, never as "No default account".
+            #expect(try await login(a, "bob").status == 0)
+            let marker = try await ChildProcess.run(
+                sqlite3, [database, "UPDATE setting SET value = x'00' WHERE name = 'default_credential'"])
+            try #require(marker.status == 0, "\(marker.stderr)")
+            for command in [["token"], ["refresh"], ["signout", "--yes"]] {
+                let run = try await a.run(arguments: command)
+                #expect(run.status == 1, "\(command): \(run.stderr)")
+                #expect(run.stderr.contains("default-account marker cannot be read"), "\(command): \(run.stderr)")
+                #expect(!run.stderr.contains("No default account"), "\(command)")
+            }
+            #expect(try await a.run("use", "bob").status == 0, "choosing the default again mends it")
+            #expect(try await a.run("token").status == 0)
         }
     }
 

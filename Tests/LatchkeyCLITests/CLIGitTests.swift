@@ -144,4 +144,59 @@ struct CLIGitTests {
         #expect(setup.server.counters.tokens.count == 2)
         await setup.stop()
     }
+
+    @Test(
+        "the helper answers for https and loopback http only (unless allowed), never with a line break, never past 64 KiB"
+    )
+    func refusals() async throws {
+        var configuration = DevProviderConfiguration.default
+        configuration.users.append(
+            .init(username: "mallory\nquit=1", password: "mallory-password", name: "Mallory", email: "m@example.com"))
+        let dev = try await DevProvider.start(configuration: configuration, signingKeys: SharedSigningKeys.get())
+        let strict = try Device()
+        let lenient = try Device()
+        defer {
+            strict.cleanUp()
+            lenient.cleanUp()
+        }
+        for (device, extra) in [(strict, [String]()), (lenient, ["--git-allow-http"])] {
+            let added = try await device.run(
+                arguments: [
+                    "provider", "add", "dev", "--issuer", dev.issuer.absoluteString, "--client-id", "latchkey-cli",
+                    "--allow-password-grant", "--git-host", "git.example.com",
+                ] + extra)
+            #expect(added.status == 0, "\(added.stderr)")
+            let login = try await device.run(
+                "login", "--username", "alice", "--password-stdin", input: "alice-password")
+            #expect(login.status == 0, "\(login.stderr)")
+        }
+        func get(_ device: Device, _ request: String) async throws -> CLI.Run {
+            try await device.run("credential", "git", "get", input: request)
+        }
+        let plain = try await get(strict, "protocol=http\nhost=git.example.com\n")
+        #expect(plain.stdout.isEmpty, "no token over plain http")
+        #expect(plain.stderr.contains("plain http"))
+        #expect(try await get(strict, "protocol=https\nhost=git.example.com\n").stdout.contains("password="))
+        #expect(try await get(lenient, "protocol=http\nhost=git.example.com\n").stdout.contains("password="))
+
+        // A request far longer than git ever sends is refused before it is read whole.
+        let huge = "protocol=https\nhost=git.example.com\npath=" + String(repeating: "a", count: 200_000) + "\n"
+        let long = try await get(strict, huge)
+        #expect(long.status == 2)
+        #expect(long.stdout.isEmpty)
+
+        // A username that carries a line break would add lines of its own to git's input.
+        let mallory = try await strict.run(
+            "login", "--username", "mallory\nquit=1", "--password-stdin", input: "mallory-password")
+        #expect(mallory.status == 0, "\(mallory.stderr)")
+        #expect(
+            try await strict.run(
+                "use", try #require(try await strict.run("--json", "accounts").array.last?["id"] as? String)
+            ).status == 0)
+        let injected = try await get(strict, "protocol=https\nhost=git.example.com\n")
+        #expect(injected.stdout.isEmpty, "\(injected.stdout)")
+        let accounts = try await strict.run("accounts")
+        #expect(!accounts.stdout.split(separator: "\n").contains { $0.hasPrefix("quit=") }, "\(accounts.stdout)")
+        await dev.stop()
+    }
 }

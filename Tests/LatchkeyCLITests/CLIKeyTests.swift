@@ -82,6 +82,80 @@ struct CLIKeyTests: DevProviderCLITest {
         }
     }
 
+    @Test("key rotate killed at any moment: the next command opens every secret and token; no temporary file is left")
+    func killedRotation() async throws {
+        try await withDevices { dev, a, _ in
+            try await addConfidentialProvider(to: a, at: dev)
+            #expect(try await login(a, "alice", "--provider", "corp").status == 0)
+            // Kills spread over the whole rotation: before, during and after the store's commit.
+            for round in 0..<24 {
+                let rotation = try await CLI.start(["--home", a.path, "key", "rotate"])
+                try await Task.sleep(for: TestTiming.scaled(.milliseconds(12 * round)))
+                rotation.send(signal: SIGKILL)
+                _ = try await rotation.finish()
+                let refreshed = try await a.run("refresh")
+                #expect(refreshed.status == 0, "round \(round): \(refreshed.stderr)")
+                let leftovers = try FileManager.default.contentsOfDirectory(atPath: a.path).filter {
+                    $0.hasSuffix(".tmp")
+                }
+                #expect(leftovers.isEmpty, "round \(round): \(leftovers)")
+            }
+            let rotated = try await a.run("key", "rotate")
+            #expect(rotated.status == 0, "\(rotated.stderr)")
+            #expect(try await a.run("refresh").status == 0)
+            #expect(!FileManager.default.fileExists(atPath: a.path + "/providers.json.next"))
+        }
+    }
+
+    @Test("a provider whose client secret does not open stops only the commands that need it")
+    func unopenableSecret() async throws {
+        try await withDevices { dev, a, _ in
+            try await addConfidentialProvider(to: a, at: dev)
+            #expect(try await login(a, "alice", "--provider", "dev").status == 0)
+            #expect(try await login(a, "bob", "--provider", "corp").status == 0)
+            // The sealed secret is replaced by one sealed under another key.
+            let file = a.path + "/providers.json"
+            var list = try #require(
+                try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: file))) as? [[String: Any]]
+            )
+            for index in list.indices where list[index]["name"] as? String == "corp" {
+                list[index]["sealedClientSecret"] = Data(repeating: 7, count: 60).base64EncodedString()
+            }
+            try JSONSerialization.data(withJSONObject: list).write(to: URL(fileURLWithPath: file))
+            chmod(file, 0o600)
+            #expect(try await a.run("refresh", "alice").status == 0, "the other provider's account works")
+            #expect(try await a.run("accounts").status == 0)
+            let bob = try await a.run("refresh", "bob")
+            #expect(bob.status == 1)
+            #expect(bob.stderr.contains("corp"), "\(bob.stderr)")
+            #expect(try await a.run("signout", "alice", "--yes").status == 0)
+        }
+    }
+
+    @Test("a provider list open to other users' writes, or a symbolic link, is refused: no token is sent")
+    func untrustedProviderList() async throws {
+        try await withDevices { dev, a, _ in
+            #expect(try await login(a, "alice").status == 0)
+            let file = a.path + "/providers.json"
+            dev.faults.resetCounters()
+            chmod(file, 0o666)
+            let open = try await a.run("refresh")
+            #expect(open.status == 1)
+            #expect(open.stderr.contains("chmod go-w"), "\(open.stderr)")
+            chmod(file, 0o600)
+            let elsewhere = a.path + "/elsewhere.json"
+            try FileManager.default.moveItem(atPath: file, toPath: elsewhere)
+            try FileManager.default.createSymbolicLink(atPath: file, withDestinationPath: elsewhere)
+            let linked = try await a.run("refresh")
+            #expect(linked.status == 1)
+            #expect(linked.stderr.contains("not a regular file"), "\(linked.stderr)")
+            #expect(dev.faults.count(.token) == 0, "no refresh token was sent")
+            try FileManager.default.removeItem(atPath: file)
+            try FileManager.default.moveItem(atPath: elsewhere, toPath: file)
+            #expect(try await a.run("refresh").status == 0, "trusted again once fixed")
+        }
+    }
+
     @Test("latchkey runs without core dumps: a core would hold decrypted tokens and the key")
     func noCoreDumps() async throws {
         try await withDevices { _, a, _ in
@@ -127,5 +201,16 @@ struct CLIKeyTests: DevProviderCLITest {
             #expect(token.status == 0, "\(token.stderr)")
             #expect(try await Introspect.isActive(token.stdout, at: dev))
         }
+    }
+
+    /// Adds the development provider's confidential client as provider `corp`, its secret
+    /// sealed in the home's provider list.
+    private func addConfidentialProvider(to home: Device, at dev: DevProvider) async throws {
+        let added = try await home.run(
+            arguments: [
+                "provider", "add", "corp", "--allow-password-grant", "--issuer", dev.issuer.absoluteString,
+                "--client-id", "latchkey-confidential", "--client-secret-stdin",
+            ], input: "latchkey-confidential-secret")
+        #expect(added.status == 0, "\(added.stderr)")
     }
 }

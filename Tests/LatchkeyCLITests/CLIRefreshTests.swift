@@ -68,4 +68,26 @@ struct CLIRefreshTests: DevProviderCLITest {
             }
         }
     }
+
+    @Test(
+        "SIGINT, SIGTERM or SIGHUP while a refresh answer is on its way: the answer is stored, then the process ends by the signal",
+        arguments: [SIGINT, SIGTERM, SIGHUP])
+    func signalDuringRefresh(_ signal: Int32) async throws {
+        try await withDevices { dev, a, _ in
+            #expect(try await login(a, "alice").status == 0)
+            dev.faults.resetCounters()
+            // The provider rotates, then holds its answer 1.5 s: the signal comes while the
+            // answer is on its way.
+            dev.faults.set(DevProviderFault(answerDelayMilliseconds: 1_500, remaining: 1), for: .token)
+            let refresh = try await CLI.start(["--home", a.path, "refresh"])
+            while dev.faults.count("token.refresh_token") == 0 { try await Task.sleep(for: .milliseconds(5)) }
+            refresh.send(signal: signal)
+            let ended = try await refresh.finish()
+            #expect(ended.status == signal, "ends by the signal: \(ended.stderr)")
+            // The rotated refresh token was stored: the next refresh is not a replay.
+            let next = try await a.run("refresh")
+            #expect(next.status == 0, "\(next.stderr)")
+            #expect(await dev.liveGrants(of: "alice") == 1)
+        }
+    }
 }

@@ -97,4 +97,43 @@ struct CLISignOutTests: DevProviderCLITest {
             #expect(try await a.run("--json", "accounts").array.isEmpty)
         }
     }
+
+    @Test(
+        "an entry that failed for good is sent again when asked (--include-failed) or when its provider is added back")
+    func failedForGood() async throws {
+        try await withDevices { dev, a, _ in
+            #expect(try await login(a, "alice").status == 0)
+            // A firewall answers the revocation with 403: a failure a retry cannot fix, as far
+            // as Latchkey can tell.
+            dev.faults.set(.status(403), for: .revocation)
+            #expect(try await a.run("signout", "--yes").status == 3)
+            dev.faults.clear()
+            dev.faults.resetCounters()
+            #expect(try await a.run("outbox", "retry").status == 1)
+            #expect(dev.faults.count(.revocation) == 0, "never sent again on its own")
+            let list = try await a.run("outbox")
+            #expect(list.stdout.contains("failed for good"), "\(list.stdout)")
+            #expect(list.stdout.contains("--include-failed"))
+            let retried = try await a.run("outbox", "retry", "--include-failed")
+            #expect(retried.status == 0, "\(retried.stdout)\(retried.stderr)")
+            #expect(dev.faults.count(.revocation) > 0)
+            #expect(try await a.run("--json", "outbox").array.isEmpty)
+
+            // Its provider removed: the entry fails for want of one, and goes once it is back.
+            #expect(try await login(a, "alice").status == 0)
+            dev.faults.isOffline = true
+            #expect(try await a.run("signout", "--yes").status == 3)
+            dev.faults.isOffline = false
+            #expect(try await a.run("provider", "remove", "dev").status == 0)
+            #expect(try await a.run("outbox", "retry").status == 1)
+            #expect(try await a.run("--json", "outbox").array.first?["failedPermanently"] as? Bool == true)
+            let added = try await a.run(
+                "provider", "add", "dev", "--allow-password-grant", "--issuer", dev.issuer.absoluteString,
+                "--client-id", "latchkey-cli")
+            #expect(added.status == 0, "\(added.stderr)")
+            #expect(added.stdout.contains("will be tried again"), "\(added.stdout)")
+            #expect(try await a.run("outbox", "retry").status == 0)
+            #expect(try await a.run("--json", "outbox").array.isEmpty)
+        }
+    }
 }

@@ -64,6 +64,23 @@ struct DevProviderClientTests {
         }
     }
 
+    @Test("keys in the JWKS that Latchkey cannot use are left out: sign-in and refresh go on")
+    func unusableKeys() async throws {
+        try await withHarness(.dev) { harness in
+            let dev = try #require(harness.dev)
+            await dev.setExtraKeySetEntries([
+                #"{"kty":"oct","kid":"hmac-1","k":"c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0"}"#,
+                #"{"kty":"EC","kid":"k1","crv":"secp256k1","x":"eA","y":"eQ"}"#,
+                #"{"kty":"RSA","kid":"enc-1","use":"enc","alg":"RSA-OAEP-256","n":"AQAB","e":"AQAB"}"#,
+                #"{"kty":"OKP","kid":"ed-1","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}"#,
+                "42",
+            ])
+            let credential = try await signIn(harness)
+            let before = try await credential.token
+            #expect(try await credential.refresh().accessToken != before.accessToken)
+        }
+    }
+
     @Test("a failed revocation keeps its token; the others are still revoked and reported")
     func partialRevocation() async throws {
         try await withHarness(.dev) { harness in

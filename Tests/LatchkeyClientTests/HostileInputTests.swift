@@ -102,6 +102,29 @@ struct HostileInputTests {
             #expect(try await harness.store.all().isEmpty)
         }
     }
+
+    @Test("a sign-in whose ID token is rejected revokes the grant it was issued; nothing is stored")
+    func rejectedIDTokenRevokesTheGrant() async throws {
+        try await withHarness(.dev) { harness in
+            let dev = try #require(harness.dev)
+            // The provider signs with RS256 and ES256; this client accepts neither.
+            let strict = OpenIDProvider(
+                configuration: OpenIDProviderConfiguration(
+                    issuer: dev.issuer, clientID: "latchkey-cli", idTokenAlgorithms: [.ps256],
+                    allowsPasswordGrant: true),
+                transport: transport)
+            dev.faults.resetCounters()
+            let error = await #expect(throws: ProviderError.self) {
+                _ = try await strict.signIn(
+                    .password(username: "alice", password: "alice-password"), into: harness.store)
+            }
+            #expect(error?.code == .idTokenRejected)
+            #expect(dev.faults.count("token.password") == 1)
+            #expect(dev.faults.count("revocation") == 1)
+            #expect(await dev.liveGrants(of: "alice") == 0, "the grant it was given is revoked")
+            #expect(try await harness.store.all().isEmpty)
+        }
+    }
 }
 
 /// What the stray request got back.

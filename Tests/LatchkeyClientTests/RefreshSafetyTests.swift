@@ -40,6 +40,51 @@ struct RefreshSafetyTests {
         }
     }
 
+    @Test(
+        "an unreadable refresh answer says the provider may have rotated; the next refresh tries the stored token once",
+        arguments: [
+            DevProviderFault(malformedBody: true, remaining: 1), .init(oversizedBodyBytes: 2 << 20, remaining: 1),
+        ])
+    func unreadableAnswer(_ fault: DevProviderFault) async throws {
+        try await withHarness(.dev) { harness in
+            let dev = try #require(harness.dev)
+            let credential = try await signIn(harness)
+            // The provider rotates, then its answer is lost: the stored refresh token is spent.
+            dev.faults.set(fault, for: .token)
+            let error = await #expect(throws: ProviderError.self) { try await credential.refresh() }
+            #expect(
+                error?.description.contains("may have rotated the refresh token") == true,
+                "\(error.map { "\($0)" } ?? "")")
+            #expect(try await credential.stored().state.needsSignIn == false, "not signed out on a guess")
+            dev.faults.resetCounters()
+            let next = await #expect(throws: ProviderError.self) { try await credential.refresh() }
+            #expect(next?.code == .signInRequired)
+            #expect(dev.faults.count("token.refresh_token") == 1, "the stored refresh token was tried once")
+            #expect(try await credential.stored().state.needsSignIn)
+        }
+    }
+
+    @Test(
+        "a refresh answer with an odd optional field is stored: the rotated refresh token is not lost",
+        arguments: [
+            ["scope": #"["openid","profile","offline_access"]"#], ["expires_in": #""3600s""#], ["expires_in": "-1"],
+            ["id_token": "42"],
+        ])
+    func oddRefreshAnswer(_ fields: [String: String]) async throws {
+        try await withHarness(.dev) { harness in
+            let dev = try #require(harness.dev)
+            let credential = try await signIn(harness)
+            let before = try await credential.token
+            dev.faults.set(DevProviderFault(replacedFields: fields, remaining: 1), for: .token)
+            let after = try await credential.refresh()
+            #expect(after.refreshToken != before.refreshToken, "the rotated refresh token was stored")
+            #expect(after.idToken == before.idToken || fields["id_token"] == nil)
+            #expect(try await harness.isActive(after.accessToken))
+            let next = try await credential.refresh()
+            #expect(next.refreshToken != after.refreshToken, "the grant is alive")
+        }
+    }
+
     @Test("a refreshed ID token that cannot be verified leaves the new access and refresh tokens stored")
     func rejectedIDTokenKeepsRotation() async throws {
         try await withHarness(.dev) { harness in

@@ -91,6 +91,17 @@ struct SecretsTests {
             _ = try await provider.passwordToken(username: "bob", password: "bob-password")
         } catch { texts.append("\(error)") }
         dev.faults.clear()
+        // A provider that repeats the request in its error, code and description alike.
+        let third = try await provider.signIn(.password(username: "bob", password: "bob-password"), into: store)
+        remember(try await third.token)
+        dev.faults.set(DevProviderFault(echoesRequest: true, remaining: 1), for: .token)
+        do {
+            _ = try await third.refresh()
+            Issue.record("an echoed refusal was taken for tokens")
+        } catch {
+            texts += ["\(error)", String(reflecting: error)]
+        }
+        dev.faults.clear()
         let report = await store.drainOutbox(DrainOptions(includeNotDue: true))
         texts.append("\(report) \(report.errors)")
 

@@ -76,6 +76,12 @@ struct CLIPostgresTests {
         let instance = try Instance(["LATCHKEY_DATABASE_URL": url])
         let first = try await instance.run(["accounts"], environment: ["LATCHKEY_KEY_FILE": key.path])
         #expect(first.status == 0, "\(first.stderr)")
+        // A wait that is no number (or none a Duration holds) is the default wait, not a crash.
+        for value in ["inf", "nan", "-1", "1e400", "9.3e18", "5s"] {
+            let odd = try await instance.run(
+                ["accounts"], environment: ["LATCHKEY_KEY_FILE": key.path, "LATCHKEY_DATABASE_TIMEOUT": value])
+            #expect(odd.status == 0, "LATCHKEY_DATABASE_TIMEOUT=\(value): \(odd.stderr)")
+        }
 
         let noKey = try await instance.run(["accounts"])
         #expect(noKey.status == 2)

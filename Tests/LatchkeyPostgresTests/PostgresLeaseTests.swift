@@ -22,7 +22,14 @@ struct PostgresLeaseTests {
         configuration.options.minimumConnections = 0
         let client = PostgresClient(configuration: configuration)
         let clock = TestClock()
-        let dev = try await DevProvider.start(signingKeys: SharedSigningKeys.get(), now: clock.dateSource)
+        // Fifty users: the same user signing in again replaces the tokens of their account.
+        var users = DevProviderConfiguration.default
+        users.users = (0..<50).map {
+            DevProviderConfiguration.User(
+                username: "user\($0)", password: "pw\($0)", name: "User \($0)", email: "user\($0)@example.com")
+        }
+        let dev = try await DevProvider.start(
+            configuration: users, signingKeys: SharedSigningKeys.get(), now: clock.dateSource)
         let transport = AsyncHTTPClientTransport()
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await client.run() }
@@ -35,9 +42,9 @@ struct PostgresLeaseTests {
                     issuer: dev.issuer, clientID: "latchkey-cli", allowsPasswordGrant: true),
                 transport: transport, logger: TraceLog.logger("provider"), clock: clock)
             var credentials: [Credential] = []
-            for _ in 0..<50 {
+            for user in 0..<50 {
                 credentials.append(
-                    try await provider.signIn(.password(username: "alice", password: "alice-password"), into: store))
+                    try await provider.signIn(.password(username: "user\(user)", password: "pw\(user)"), into: store))
             }
             clock.advance(3_600)
             dev.faults.resetCounters()

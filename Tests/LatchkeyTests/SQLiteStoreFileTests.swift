@@ -71,6 +71,53 @@ struct SQLiteStoreFileTests {
         #expect(try await store.all().count == 1)
     }
 
+    @Test("an empty database beside its key is damaged: reported, nothing written over it")
+    func emptyDatabaseBesideKey() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        let path = folder.file("credentials.sqlite")
+        try SQLiteCredentialStorage(path: path).close()
+        let key = try #require(FileManager.default.contents(atPath: path + ".key"))
+        for file in [path + "-wal", path + "-shm"] { try? FileManager.default.removeItem(atPath: file) }
+        #expect(truncate(path, 0) == 0)
+        // Written a minute ago: no creator is between its key and its schema any more.
+        try FileManager.default.setAttributes(
+            [.modificationDate: Date().addingTimeInterval(-60)], ofItemAtPath: path + ".key")
+        let damaged = #expect(throws: StorageError.self) { _ = try SQLiteCredentialStorage(path: path) }
+        #expect(damaged?.code == .corruptDatabase)
+        #expect(damaged?.path == path)
+        #expect(damaged?.description.contains("changes nothing") == true)
+        #expect(try files.size(path) == 0, "no schema written over it")
+        #expect(FileManager.default.contents(atPath: path + ".key") == key)
+        // A key written a moment ago: its creator is at work; opening waits for it.
+        try FileManager.default.setAttributes([.modificationDate: Date()], ofItemAtPath: path + ".key")
+        let busy = await #expect(throws: StorageError.self) {
+            _ = try await SQLiteCredentialStorage.open(path: path, busyTimeout: .milliseconds(100))
+        }
+        #expect(busy?.code == .busy)
+        #expect(try files.size(path) == 0)
+    }
+
+    @Test("a row's sealed tokens and metadata put back from an older copy, under the current version, do not open")
+    func rolledBackRow() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        let path = folder.file("credentials.sqlite")
+        let store = try await CredentialStore.sqlite(at: path)
+        let alice = try await store.add(Fixtures.token(user: "alice"), tags: ["team": "red"])
+        try await files.damage(path, "CREATE TABLE copy AS SELECT * FROM credential")
+        try await store.setTags(["team": "blue"], for: alice.id)
+        // Everything sealed and bound to it comes back from the copy; the version stays current.
+        try await files.damage(
+            path,
+            """
+            UPDATE credential SET sealed_token = (SELECT sealed_token FROM copy),
+                metadata = (SELECT metadata FROM copy), tags = (SELECT tags FROM copy)
+            """)
+        #expect(try await store.all().isEmpty)
+        #expect(try await store.damagedRecords().map(\.id) == [alice.id.rawValue])
+    }
+
     @Test("a database or key file that is a symbolic link is refused")
     func symbolicLinks() async throws {
         let folder = try TemporaryFolder()

@@ -13,6 +13,11 @@ struct SQLiteStoreTests {
         return (attributes[.posixPermissions] as? NSNumber)?.intValue ?? -1
     }
 
+    func size(_ path: String) throws -> Int {
+        let attributes = try FileManager.default.attributesOfItem(atPath: path)
+        return (attributes[.size] as? NSNumber)?.intValue ?? -1
+    }
+
     /// Every file in `folder` with its bytes, to show that a failed open changed nothing.
     /// SQLite's own WAL and shared-memory files are left out: SQLite creates them on opening.
     func snapshot(_ folder: TemporaryFolder) throws -> [String: Data] {

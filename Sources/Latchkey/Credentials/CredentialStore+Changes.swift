@@ -23,6 +23,15 @@ extension CredentialStore {
         makeDefault: Bool = false
     ) async throws(StorageError) -> StoredCredential {
         try Self.checkTags(tags)
+        let credential = try await insert(token, accountClaims: accountClaims, tags: tags)
+        try await self.makeDefault(credential.id, always: makeDefault)
+        return credential
+    }
+
+    /// Inserts a new credential for `token`; the default is left as it is.
+    func insert(_ token: Token, accountClaims: [String: JSONValue]?, tags: [String: String])
+        async throws(StorageError) -> StoredCredential
+    {
         let date = clock.date
         var metadata = CredentialMetadata(token: token, tags: tags)
         if token.idToken == nil, let accountClaims { metadata.read(accountClaims) }
@@ -31,12 +40,16 @@ extension CredentialStore {
         try await storage.insert(credential)
         logger.debug("credential added", metadata: ["credential": "\(credential.id)"])
         events.send(.added(credential.id))
-        if makeDefault {
-            try await assignDefault(credential.id)
-        } else if try await storage.defaultCredentialID() == nil {
-            try await assignDefault(credential.id)
-        }
         return credential
+    }
+
+    /// Makes `id` the default when `always`, or when the store has no default.
+    func makeDefault(_ id: CredentialID, always: Bool) async throws(StorageError) {
+        if always {
+            try await assignDefault(id)
+        } else if try await storage.defaultCredentialID() == nil {
+            try await assignDefault(id)
+        }
     }
 
     /// Changes a stored credential with `change` in its credential transaction: under its lease,
@@ -77,7 +90,7 @@ extension CredentialStore {
         }
     }
 
-    private static func checkTags(_ tags: [String: String]) throws(StorageError) {
+    static func checkTags(_ tags: [String: String]) throws(StorageError) {
         guard let reserved = tags.keys.first(where: { $0.hasPrefix(reservedTagPrefix) }) else { return }
         throw StorageError(
             .reservedTag,
@@ -114,7 +127,7 @@ extension CredentialStore {
         try await assignDefault(id)
     }
 
-    private func assignDefault(_ id: CredentialID?) async throws(StorageError) {
+    func assignDefault(_ id: CredentialID?) async throws(StorageError) {
         try await storage.setDefaultCredentialID(id)
         events.send(.defaultChanged(id))
     }

@@ -23,7 +23,17 @@ extension CredentialTransaction {
     ///
     /// The caller fetches what the refresh needs first (``IdentityProvider/prepareRefresh(of:)``),
     /// so that nothing can fail between spending the refresh token and storing its successor.
+    /// The whole refresh is ``UninterruptibleWork``: a process that defers its signals lets it
+    /// store the answer first.
     package func refresh(_ need: RefreshNeed, with provider: any IdentityProvider) async -> Result<
+        Refreshed, ProviderError
+    > {
+        await UninterruptibleWork.run { () async -> Result<Refreshed, ProviderError> in
+            await self.refreshOnce(need, with: provider)
+        }
+    }
+
+    private func refreshOnce(_ need: RefreshNeed, with provider: any IdentityProvider) async -> Result<
         Refreshed, ProviderError
     > {
         do throws(ProviderError) {
@@ -84,8 +94,26 @@ extension CredentialTransaction {
             return answer
         } catch {
             Telemetry.refreshRequest(.failure(error))
-            throw error
+            throw mayHaveRotated(error)
         }
+    }
+
+    /// An answer lost after the provider got the request — unreadable, too large, or cut off by
+    /// the timeout — may be one it acted on, rotating the refresh token: the error says so. The
+    /// stored refresh token stays, and the next refresh tries it once before the account is
+    /// taken as signed out (a rejection then marks it, as any rejection does).
+    private static func mayHaveRotated(_ error: ProviderError) -> ProviderError {
+        let transport = (error.underlying as? TransportError)?.kind
+        guard
+            error.code == .invalidResponse
+                || (error.code == .transport && (transport == .bodyTooLarge || transport == .timedOut))
+        else { return error }
+        return ProviderError(
+            error.code, endpoint: error.endpoint,
+            reason:
+                "\(error.reason) The provider may have rotated the refresh token; sign in again if the next refresh fails.",
+            oauthError: error.oauthError, errorDescription: error.errorDescription, status: error.status,
+            retryAfter: error.retryAfter, underlying: error.underlying)
     }
 
     /// Stores the token endpoint's answer before anything else can fail, keeping the previous

@@ -1,4 +1,5 @@
 public import Foundation
+import Logging
 
 /// What a ``Credential`` needs from the provider its tokens came from. ``OpenIDProvider``
 /// implements it for standards-based providers; other providers (Amazon Cognito's own API)
@@ -92,6 +93,11 @@ extension IdentityProvider {
     /// Stores the tokens of a sign-in and returns their handle: this provider is registered with
     /// the store (so sign-out and the outbox reach it later), and an account whose token has no
     /// ID token is named from userinfo.
+    ///
+    /// The same account signing in again (the same issuer, client and subject) keeps its id, tags
+    /// and default: its tokens are replaced, and its old grant is revoked (queued in the outbox
+    /// when the provider cannot be reached). Tokens that cannot be stored are revoked rather
+    /// than left alive with nothing holding them.
     public func store(
         _ token: Token, in store: CredentialStore, tags: [String: String] = [:], makeDefault: Bool = false
     ) async throws(ProviderError) -> Credential {
@@ -99,11 +105,26 @@ extension IdentityProvider {
         await store.register(self)
         let stored: StoredCredential
         do {
-            stored = try await store.add(token, accountClaims: claims, tags: tags, makeDefault: makeDefault)
+            stored = try await store.storeSignIn(
+                token, accountClaims: claims, tags: tags, makeDefault: makeDefault, provider: self)
         } catch {
             throw .storage(error)
         }
         return await credential(stored.id, in: store)
+    }
+
+    /// Revokes the tokens of a sign-in that will not be kept (its ID token was rejected, say), so
+    /// that the grant the provider just issued does not stay alive with nothing holding it: the
+    /// refresh token, or without one the access token. A failure is logged, not thrown: the
+    /// caller's own error is the one to report.
+    func discard(_ token: Token, logger: Logger) async {
+        let kind: TokenKind = token.refreshToken != nil ? .refreshToken : .accessToken
+        guard token.value(of: kind) != nil else { return }
+        if case .failed(let error)? = await RevocationFanOut.revoke([kind], of: token, at: self)[kind] {
+            logger.notice(
+                "the tokens of a rejected sign-in could not be revoked",
+                metadata: ["kind": "\(kind)", "error": "\(error)"])
+        }
     }
 
     /// The account's claims from userinfo when `token` has no ID token (a password grant at

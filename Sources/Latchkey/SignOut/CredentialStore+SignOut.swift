@@ -75,7 +75,24 @@ extension CredentialStore {
         outcomes.sort { order[$0.account, default: 0] < order[$1.account, default: 0] }
         let steps = outcomes.flatMap(\.steps)
         for step in steps { log(step) }
-        if let failure = outcomes.compactMap(\.failure).first { return .failed(failure, steps) }
+        let failures = outcomes.compactMap(\.failure)
+        if let first = failures.first {
+            // One account: its own reason. Several: every one of them, and which are signed out.
+            guard accounts.count > 1 else { return .failed(first, steps) }
+            let names = failures.map { failure in
+                let name = steps.first { $0.account == failure.account }?.accountName ?? failure.account?.rawValue
+                return "\(name ?? "an account") (\(failure.reason))"
+            }
+            let some = failures.count < accounts.count
+            return .failed(
+                SignOutError(
+                    some ? .someAccountsStillSignedIn : first.code, account: first.account,
+                    reason: some
+                        ? "\(failures.count) of \(accounts.count) accounts are still signed in: \(names.joined(separator: "; ")); the others are signed out."
+                        : "No account was signed out: \(names.joined(separator: "; ")).",
+                    underlying: first.underlying, retryable: failures.allSatisfy(\.isRetryable),
+                    accountFailures: failures), steps)
+        }
         // Damaged records cannot be signed out (their tokens cannot be read); say so.
         let damaged = outcomes.compactMap(\.damaged)
         if !damaged.isEmpty {
@@ -261,7 +278,7 @@ extension CredentialStore {
             try await hook.run(credential)
             return nil
         } catch {
-            return SendableError(error)
+            return error
         }
     }
 
@@ -291,7 +308,8 @@ extension CredentialStore {
                 attempts: 1,
                 nextAttemptAt: now.addingTimeInterval(
                     OutboxBackoff.default.delay(afterAttempts: 1, retryAfter: step.retryAfter)),
-                lastError: step.lastError, waitsFor: step.waitsForGlobalSignOut ? global : nil)
+                lastError: step.lastError, failedPermanently: step.failedForGood,
+                waitsFor: step.waitsForGlobalSignOut ? global : nil)
             do {
                 try await transaction.enqueue(entry)
                 results.append((step, nil))
@@ -310,10 +328,4 @@ extension CredentialStore {
         if let error = step.error { metadata["error"] = "\(error)" }
         logger.debug("sign-out step", metadata: metadata)
     }
-}
-
-/// An error of a hook, made sendable by keeping its description.
-struct SendableError: Error, Sendable, CustomStringConvertible {
-    let description: String
-    init(_ error: any Error) { description = "\(error)" }
 }

@@ -20,6 +20,17 @@ public enum SignOutPolicy: String, Sendable, Hashable, CaseIterable {
     case serverFirst = "server-first"
 }
 
+/// An error that says whether trying again later can help: a sign-out hook's error that conforms
+/// is reported retryable or not as it says (any other hook error is reported not retryable).
+/// Latchkey's ``ProviderError`` and ``StorageError`` conform.
+public protocol RetryableError: Error {
+    /// Whether the same work may succeed if tried again later.
+    var isRetryable: Bool { get }
+}
+
+extension ProviderError: RetryableError {}
+extension StorageError: RetryableError {}
+
 /// A named step of the application's, run during sign-out (after the server steps, before
 /// local removal) and reported like the others: deregistering a push token, say.
 ///
@@ -29,7 +40,8 @@ public enum SignOutPolicy: String, Sendable, Hashable, CaseIterable {
 public struct SignOutHook: Sendable {
     /// The step's name in the report.
     public var name: String
-    /// The work; it receives the credential being signed out.
+    /// The work; it receives the credential being signed out. What it throws is reported as the
+    /// step's error, as it is; throw a ``RetryableError`` to say whether a retry can help.
     public var run: @Sendable (StoredCredential) async throws -> Void
 
     /// Creates a hook.

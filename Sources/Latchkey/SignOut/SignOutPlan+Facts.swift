@@ -71,5 +71,8 @@ extension SignOutPlan {
         package var lastError: String?
         /// How long the provider asked to wait.
         package var retryAfter: Duration?
+        /// The step failed in a way a retry cannot fix (a 403, say): it is queued as failed for
+        /// good, kept and shown, and sent again only when asked.
+        package var failedForGood = false
     }
 }

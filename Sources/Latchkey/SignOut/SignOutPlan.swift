@@ -128,7 +128,8 @@ package struct SignOutPlan: Sendable {
             }
             return QueuedStep(
                 action: action, waitsForGlobalSignOut: global && action != .globalSignOut,
-                lastError: step.reason?.text, retryAfter: (step.error as? ProviderError)?.retryAfter)
+                lastError: step.reason?.text, retryAfter: (step.error as? ProviderError)?.retryAfter,
+                failedForGood: !step.isRetryable)
         }
     }
 
@@ -213,7 +214,10 @@ package struct SignOutPlan: Sendable {
     package mutating func ranHook(_ index: Int, error: (any Error & Sendable)?) -> Action {
         let name = options.hooks[index].name
         if let error {
-            record(.hook(name), .failed, reason: .init(.hookFailed, "\(error)"), error: error, retryable: true)
+            // The hook's own error, kept as it is; it says whether a retry can help.
+            record(
+                .hook(name), .failed, reason: .init(.hookFailed, "\(error)"), error: error,
+                retryable: (error as? any RetryableError)?.isRetryable ?? false)
         } else {
             record(.hook(name), .succeeded)
         }

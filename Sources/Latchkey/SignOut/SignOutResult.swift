@@ -6,7 +6,7 @@ public struct SignOutError: Error, Sendable, CustomStringConvertible {
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         private enum Base: String, Sendable, Hashable {
             case cancelled, storageFailed, noSuchAccount, serverStepFailed, localRemovalFailed,
-                revocationNotQueued, damagedRecord
+                revocationNotQueued, damagedRecord, someAccountsStillSignedIn
         }
 
         private let base: Base
@@ -27,6 +27,9 @@ public struct SignOutError: Error, Sendable, CustomStringConvertible {
         /// A record of the store is damaged and cannot be read: its tokens cannot be revoked, and
         /// it stays until removed on purpose (see ``CredentialStore/damagedRecords()``).
         public static let damagedRecord = Code(base: .damagedRecord)
+        /// Of several accounts, some are signed out and some are still signed in: see
+        /// ``SignOutError/accountFailures`` and ``SignOutResult/accounts``.
+        public static let someAccountsStillSignedIn = Code(base: .someAccountsStillSignedIn)
 
         public var description: String { base.rawValue }
     }
@@ -42,17 +45,21 @@ public struct SignOutError: Error, Sendable, CustomStringConvertible {
     /// Whether signing out again later may succeed (a server or a store that was unreachable,
     /// say); a missing account or a damaged store stays as it is.
     public var isRetryable: Bool
+    /// Why each account that is still signed in is, when a sign-out of several accounts left
+    /// more than one reason (``Code/someAccountsStillSignedIn``); empty otherwise.
+    public var accountFailures: [SignOutError]
 
     /// Creates an error.
     public init(
         _ code: Code, account: CredentialID? = nil, reason: String, underlying: (any Error & Sendable)? = nil,
-        retryable: Bool = false
+        retryable: Bool = false, accountFailures: [SignOutError] = []
     ) {
         self.code = code
         self.account = account
         self.reason = reason
         self.underlying = underlying
         self.isRetryable = retryable
+        self.accountFailures = accountFailures
     }
 
     public var description: String { reason }
@@ -85,6 +92,43 @@ public enum SignOutResult: Sendable, CustomStringConvertible {
 
     /// The steps that failed or were queued.
     public var failures: [SignOutStep] { steps.filter { $0.status == .failed || $0.status == .queued } }
+
+    /// Each account's outcome, in the store's order: whether it is signed out on this device, and
+    /// why not when it is not.
+    public var accounts: [AccountOutcome] {
+        var order: [CredentialID] = []
+        var byAccount: [CredentialID: [SignOutStep]] = [:]
+        for step in steps {
+            if byAccount[step.account] == nil { order.append(step.account) }
+            byAccount[step.account, default: []].append(step)
+        }
+        var reasons: [CredentialID: SignOutError] = [:]
+        if case .failed(let error, _) = self {
+            for failure in error.accountFailures.isEmpty ? [error] : error.accountFailures {
+                if let account = failure.account { reasons[account] = failure }
+            }
+        }
+        return order.map { account in
+            let steps = byAccount[account] ?? []
+            return AccountOutcome(
+                account: account, accountName: steps.first?.accountName, steps: steps, failure: reasons[account])
+        }
+    }
+
+    /// One account's part of a sign-out.
+    public struct AccountOutcome: Sendable {
+        /// The account.
+        public var account: CredentialID
+        /// Its name, for reports.
+        public var accountName: String?
+        /// Its steps.
+        public var steps: [SignOutStep]
+        /// Why it is still signed in; `nil` when it is signed out on this device.
+        public var failure: SignOutError?
+
+        /// Whether it is signed out on this device.
+        public var signedOutLocally: Bool { failure == nil }
+    }
 
     public var description: String {
         switch self {

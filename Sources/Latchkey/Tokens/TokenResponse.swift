@@ -2,7 +2,11 @@ public import Foundation
 
 /// A successful token response (RFC 6749 §5.1, OpenID Connect Core §3.1.3.3).
 ///
-/// `expires_in` is accepted as a number or as a string holding one, because providers send both.
+/// `expires_in` is accepted as a number or as a string holding one, because providers send both;
+/// `scope` as a string or an array of strings. Only `access_token` and `token_type` are required:
+/// an optional field that cannot be read (an `expires_in` of `"3600s"` or `-1`, an `id_token`
+/// that is a number) is treated as absent and named in ``ignoredFields``, so that an odd field
+/// never throws away the tokens the answer does carry (a rotated refresh token among them).
 /// Fields this type does not model are kept in ``additionalFields``.
 public struct TokenResponse: Sendable, Hashable {
     /// `access_token`.
@@ -21,6 +25,8 @@ public struct TokenResponse: Sendable, Hashable {
     public var deviceSecret: String?
     /// Every other field of the response, as it came.
     public var additionalFields: [String: JSONValue]
+    /// The optional fields that were present but could not be read, treated as absent.
+    public var ignoredFields: [String] = []
 
     /// Decodes a token response from the JSON body of a token endpoint's answer.
     ///
@@ -48,6 +54,16 @@ public struct TokenResponse: Sendable, Hashable {
             guard let string = value.stringValue else { throw .invalidField(name) }
             return string
         }
+        var ignored: [String] = []
+        /// An optional string: absent when it is not one.
+        func optional(_ name: String) -> String? {
+            guard let value = take(name) else { return nil }
+            guard let string = value.stringValue, !string.isEmpty else {
+                ignored.append(name)
+                return nil
+            }
+            return string
+        }
         guard let accessToken = try string("access_token"), !accessToken.isEmpty else {
             throw .missingField("access_token")
         }
@@ -57,15 +73,23 @@ public struct TokenResponse: Sendable, Hashable {
         self.accessToken = accessToken
         self.tokenType = tokenType
         if let value = take("expires_in") {
-            guard let seconds = value.doubleValue, seconds.isFinite, seconds >= 0 else {
-                throw .invalidField("expires_in")
+            if let seconds = value.doubleValue, seconds.isFinite, seconds >= 0 {
+                expiresIn = seconds
+            } else {
+                ignored.append("expires_in")
             }
-            expiresIn = seconds
         }
-        refreshToken = try string("refresh_token")
-        scope = try string("scope")
-        idToken = try string("id_token")
-        deviceSecret = try string("device_secret")
+        refreshToken = optional("refresh_token")
+        if case .array(let values)? = rest["scope"] {
+            let scopes = values.compactMap(\.stringValue)
+            rest["scope"] = nil
+            if scopes.count == values.count { scope = scopes.joined(separator: " ") } else { ignored.append("scope") }
+        } else {
+            scope = optional("scope")
+        }
+        idToken = optional("id_token")
+        deviceSecret = optional("device_secret")
+        ignoredFields = ignored
         additionalFields = rest
     }
 }

@@ -2,6 +2,12 @@ import ArgumentParser
 import Foundation
 import Latchkey
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// `latchkey credential …`: tokens handed to the tools people already run.
 struct CredentialCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -104,13 +110,23 @@ struct CredentialCommand: AsyncParsableCommand {
         @Argument(help: "What git asks: get, store or erase.") var operation: Operation
 
         func run() async throws {
-            let request = GitCredentialRequest.read()
+            let request = try GitCredentialRequest.read()
             guard operation != .store, let host = request.host, ["http", "https"].contains(request.protocol) else {
                 return
             }
             let session = try await global.location.openStore()
             guard let entry = try await session.home.providers().first(where: { $0.gitHosts?.contains(host) == true })
             else { return }
+            // A token sent over plain http is read by anyone on the path: https only, or http to
+            // this machine, unless the provider was added with --git-allow-http on purpose.
+            if request.protocol == "http", !EndpointSecurity.isLoopback(host: request.hostName),
+                entry.gitAllowsHTTP != true
+            {
+                Output.error(
+                    "No token for \(host) over plain http: git would send it in the clear. Use https, or add the provider with --git-allow-http."
+                )
+                return
+            }
             guard let stored = try await gitAccount(of: entry, in: session) else { return }
             let credential = try await session.credential(stored)
             switch operation {
@@ -129,7 +145,13 @@ struct CredentialCommand: AsyncParsableCommand {
                     "password=\(token)",
                 ]
                 if let expiry = current?.accessToken == token ? current?.expiresAt : nil {
-                    answer.append("password_expiry_utc=\(Int(expiry.timeIntervalSince1970))")
+                    answer.append("password_expiry_utc=\(CLINumbers.epochSeconds(expiry))")
+                }
+                // A value with a line break or a NUL would add lines of its own to git's input
+                // (a username carrying `url=…` or `quit=1`): nothing is said then.
+                guard !answer.contains(where: { $0.contains("\n") || $0.contains("\r") || $0.contains("\0") }) else {
+                    Output.error("No answer for \(host): a value holds a line break or NUL, which git would misread.")
+                    return
                 }
                 // Written in one piece, never through the line escaping of Output: git reads it.
                 FileHandle.standardOutput.write(Data((answer.joined(separator: "\n") + "\n").utf8))
@@ -181,12 +203,44 @@ struct GitCredentialRequest {
     var host: String? { fields["host"] }
     var password: String? { fields["password"] }
 
-    static func read() -> GitCredentialRequest {
+    /// The host without a port (`host` may carry one: `example.com:8443`).
+    var hostName: String {
+        guard let host else { return "" }
+        if host.hasPrefix("["), let end = host.firstIndex(of: "]") { return String(host[...end]) }
+        return host.split(separator: ":", maxSplits: 1).first.map(String.init) ?? host
+    }
+
+    /// The most git sends a helper: its own requests are a few short lines.
+    static let limit = 64 * 1024
+
+    /// Reads the request from standard input — `key=value` lines up to a blank line or the end —
+    /// refusing one longer than ``limit`` bytes before reading more (it never holds more in memory).
+    static func read() throws -> GitCredentialRequest {
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4_096)
+        reading: while true {
+            let count = buffer.withUnsafeMutableBytes { readStandardInput(into: $0) }
+            if count < 0, errno == EINTR { continue }
+            guard count > 0 else { break }
+            bytes += buffer[0..<count]
+            guard bytes.count <= limit else {
+                throw CLIError.input("git's request is longer than \(limit) bytes; git never sends one that long.")
+            }
+            // A blank line ends the request.
+            if bytes.count >= 2, bytes.suffix(2) == [10, 10] { break reading }
+            if bytes == [10] { break reading }
+        }
         var request = GitCredentialRequest()
-        while let line = readLine(strippingNewline: true), !line.isEmpty {
+        for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.isEmpty { break }
             guard let equals = line.firstIndex(of: "=") else { continue }
             request.fields[String(line[..<equals])] = String(line[line.index(after: equals)...])
         }
         return request
     }
+}
+
+/// Reads what standard input has, up to `buffer`'s size: read(2).
+private func readStandardInput(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+    read(STDIN_FILENO, buffer.baseAddress, buffer.count)
 }

@@ -138,7 +138,8 @@ struct Narrator {
 
     mutating func step(_ text: String) {
         number += 1
-        Output.line("\n\(number). \(text)")
+        Output.line("")
+        Output.line("\(number). \(text)")
     }
 
     mutating func check(_ text: String, _ passed: Bool) {
@@ -160,9 +161,11 @@ struct Narrator {
 
     func finish() throws {
         if failures.isEmpty {
-            Output.line("\nEvery step behaved as expected.")
+            Output.line("")
+            Output.line("Every step behaved as expected.")
         } else {
-            Output.line("\n\(failures.count) step(s) did not behave as expected:")
+            Output.line("")
+            Output.line("\(failures.count) step(s) did not behave as expected:")
             for failure in failures { Output.line(mark: false, failure) }
             throw ExitCode(ExitStatus.failed.rawValue)
         }

@@ -55,30 +55,44 @@ struct KeyCommand: AsyncParsableCommand {
                     "key rotate seals a SQLite store again; a PostgreSQL store's key stays with its secret manager.")
             }
             let newKey = SymmetricKey(size: .bits256)
-            // The client secrets, opened with the old key, to be sealed again with the new one.
+            // The client secrets, opened with the old key and sealed under the new one, wait in
+            // providers.json.next until the store is sealed again: all or nothing (see Home+Rotation).
             let storage = try await home.openSQLiteStorage()
             var providers = try await home.sealLegacySecrets(home.providers(), storage: storage)
-            let secrets = try providers.map { try home.clientSecret(of: $0, storage: storage) }
+            let next = Sealer(key: newKey)
+            for index in providers.indices {
+                guard let sealed = providers[index].sealedClientSecret else { continue }
+                let purpose = Home.secretPurpose(providers[index].name)
+                guard let secret = storage.open(sealedSecret: sealed, purpose: purpose) else {
+                    throw CLIError.failed(
+                        "The client secret of the provider \(providers[index].name) does not open with the store's key, so it cannot be sealed again; add the provider again (or remove it) first. Nothing changed."
+                    )
+                }
+                do {
+                    providers[index].sealedClientSecret = try next.seal(secret: secret, purpose: purpose)
+                } catch {
+                    throw CLIError.failed("A client secret cannot be sealed: \(error). Nothing changed.")
+                }
+            }
             try storage.close()
+            try home.writePendingProviders(providers)
 
             // A new key file first: if it cannot be written, nothing has changed yet.
             // A descriptor's key was read once and is held in memory: rotation then writes no key
             // file of its own, and the new key goes to --new-key-file.
             let source = try home.resolvedKeySource()
             if let newKeyFile { try KeyCommand.Generate.write(newKey, to: newKeyFile) }
+            let rotated = Home(explicit: home.folder.path, keyFile: newKeyFile ?? keyFilePath(home))
             do {
                 try await SQLiteCredentialStorage.rotateKey(path: home.databasePath, key: source, to: newKey)
             } catch {
+                // Sealed again or not, the waiting list goes where it belongs (see Home+Rotation).
+                if let reopened = try? await (newKeyFile == nil ? home : rotated).openSQLiteStorage() {
+                    try? home.settlePendingProviders(with: reopened, discardingStale: true)
+                }
                 throw CLIError.failed("The store was not sealed again: \(error)")
             }
-            let rotated = Home(explicit: home.folder.path, keyFile: newKeyFile ?? keyFilePath(home))
-            let reopened = try await rotated.openSQLiteStorage()
-            for index in providers.indices {
-                providers[index].sealedClientSecret = try secrets[index].map {
-                    try reopened.seal(secret: $0, purpose: Home.secretPurpose(providers[index].name))
-                }
-            }
-            try await home.saveProviders(providers)
+            try home.settlePendingProviders(with: try await rotated.openSQLiteStorage())
             Output.report(
                 global,
                 "Sealed the store again under a new key\(newKeyFile.map { ", written to \($0)" } ?? "").",

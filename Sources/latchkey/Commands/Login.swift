@@ -41,9 +41,7 @@ struct Login: AsyncParsableCommand {
     func run() async throws {
         let session = try await global.location.openStore()
         let entry = try await session.home.provider(named: provider)
-        guard let client = session.clients[entry.name] else {
-            throw CLIError.input("No provider is named \(entry.name).")
-        }
+        let client = try session.client(named: entry.name)
         if !(client is PingJourneyProvider), !passwordStdin, !browser, !device {
             throw CLIError.input("Choose one of --username U --password-stdin, --browser or --device.")
         }
@@ -132,19 +130,17 @@ struct Login: AsyncParsableCommand {
                 open: { [noBrowser] url in
                     // The URL goes to standard error, so standard output stays for the result. It
                     // is printed even when a browser opens, as `gh auth login --web` does.
-                    FileHandle.standardError.write(Data("Open this URL to sign in:\n\(url.absoluteString)\n".utf8))
-                    if !noBrowser, let opener = SystemBrowser.open(url) {
-                        FileHandle.standardError.write(Data("(opened with \(opener))\n".utf8))
-                    }
+                    Output.note("Open this URL to sign in:")
+                    Output.note(url.absoluteString)
+                    if !noBrowser, let opener = SystemBrowser.open(url) { Output.note("(opened with \(opener))") }
                     countdown.start(until: deadline, "Waiting for the browser")
                 })
         }
         return .deviceCode(prompt: { authorization in
             let uri = authorization.verificationURIComplete ?? authorization.verificationURI
-            FileHandle.standardError.write(
-                Data(
-                    "Enter the code \(authorization.userCode) at \(authorization.verificationURI.absoluteString)\n(or open \(uri.absoluteString))\n"
-                        .utf8))
+            // The code and the URLs are the provider's text: escaped, one line each.
+            Output.note("Enter the code \(authorization.userCode) at \(authorization.verificationURI.absoluteString)")
+            Output.note("(or open \(uri.absoluteString))")
             countdown.start(until: authorization.expiresAt, "Waiting for the device code")
         })
     }

@@ -70,6 +70,12 @@ struct ProviderCommand: AsyncParsableCommand {
                 "A git host (HOST or HOST:PORT, as git names it) whose HTTP credentials are this provider's access tokens; repeatable. See `latchkey credential git`."
         )
         var gitHosts: [String] = []
+        @Flag(
+            name: .customLong("git-allow-http"),
+            help:
+                "Answer git over plain http too (git then sends the token in the clear); http to this machine is always answered."
+        )
+        var gitAllowHTTP = false
 
         func validate() throws {
             guard !(cognito && pingJourney) else { throw ValidationError("Choose --cognito or --ping-journey.") }
@@ -148,10 +154,24 @@ struct ProviderCommand: AsyncParsableCommand {
                 endpoints: endpointMap.isEmpty ? nil : endpointMap,
                 allowsPasswordGrant: allowPasswordGrant ? true : nil, region: region, userPoolID: userPoolID,
                 endpointURL: endpointURL, serverURL: serverURL, realm: realm, journey: journey, cookieName: cookieName,
-                redirectURI: redirectURI, gitHosts: gitHosts.isEmpty ? nil : gitHosts)
+                redirectURI: redirectURI, gitHosts: gitHosts.isEmpty ? nil : gitHosts,
+                gitAllowsHTTP: gitAllowHTTP ? true : nil)
             providers.append(entry)
             try await home.saveProviders(providers)
-            Output.report(global, "Added provider \(name).", ["name": .string(name)])
+            // Queued steps for this provider that failed for good (it was gone, or misconfigured)
+            // are tried again now that its configuration changed.
+            var retried = 0
+            if home.databaseURL != nil || FileManager.default.fileExists(atPath: home.databasePath) {
+                let identity = try Home.client(for: entry, secret: secret, timeout: .seconds(15)).identity
+                let session = try await home.openStore()
+                retried = try await session.reading("The outbox") { () async throws(StorageError) in
+                    try await session.store.retryFailedOutboxEntries(for: identity)
+                }
+            }
+            Output.report(
+                global,
+                "Added provider \(name).\(retried > 0 ? " \(retried) queued step(s) that had failed for good will be tried again." : "")",
+                ["name": .string(name), "outboxRetried": .number(Double(retried))])
         }
     }
 

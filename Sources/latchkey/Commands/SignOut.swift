@@ -204,8 +204,8 @@ struct Outbox: AsyncParsableCommand {
                 for entry in entries {
                     let state =
                         entry.failedPermanently
-                        ? "failed permanently (\(Output.safe(entry.lastError ?? "?"))); drop it with `latchkey outbox drop \(entry.id)`"
-                        : "next at \(entry.nextAttemptAt.formatted(.iso8601))"
+                        ? "failed for good: \(Output.safe(entry.lastError ?? "no reason given")). Once that is fixed, `latchkey outbox retry --include-failed` sends it again (adding its provider again does too); or give it up with `latchkey outbox drop \(entry.id)`"
+                        : "next at \(entry.nextAttemptAt.formatted(.iso8601))\(entry.lastError.map { " (last: \(Output.safe($0)))" } ?? "")"
                     Output.line(
                         "\(entry.id) \(entry.action) of \(entry.account ?? "?") at \(entry.provider.issuer): \(entry.attempts) attempt(s), \(state)"
                     )
@@ -216,13 +216,23 @@ struct Outbox: AsyncParsableCommand {
         }
     }
 
-    /// `latchkey outbox retry`: every entry that may still go through, due or not.
+    /// `latchkey outbox retry [--include-failed]`: every entry that may still go through, due or
+    /// not; with `--include-failed`, those that failed for good too.
     struct Retry: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Retry the queued revocations now.")
         @OptionGroup var global: GlobalOptions
+        @Flag(
+            name: .customLong("include-failed"),
+            help: "Also retry the entries that failed for good (their cause is gone: a provider added back, say).")
+        var includeFailed = false
 
         func run() async throws {
             let session = try await global.location.openStore()
+            if includeFailed {
+                _ = try await session.reading("The outbox") { () async throws(StorageError) in
+                    try await session.store.retryFailedOutboxEntries()
+                }
+            }
             let report = await session.store.drainOutbox(DrainOptions(includeNotDue: true))
             var fields: [String: JSONValue] = [
                 "revoked": .number(Double(report.revoked)), "failed": .number(Double(report.failed)),

@@ -83,7 +83,7 @@ struct UserInfo: AsyncParsableCommand {
             let value: String
             switch claims[key] {
             case .string(let text)?: value = text
-            case .number(let number)?: value = number.rounded() == number ? String(Int(number)) : String(number)
+            case .number(let number)?: value = CLINumbers.text(number)
             case .bool(let flag)?: value = String(flag)
             default: value = "…"
             }

@@ -11,10 +11,11 @@ enum CLINumbers {
         return String(number)
     }
 
-    /// Seconds read from `text` (an environment variable's value): a finite number, held within
-    /// `range`; `fallback` when there is no such number (`inf`, `nan`, `5s`, nothing).
+    /// Seconds read from `text` (an environment variable's value): a finite positive number, held
+    /// within `range`; `fallback` when there is no such number (`inf`, `nan`, `-1`, `5s`, nothing).
     static func seconds(_ text: String?, fallback: Double, in range: ClosedRange<Double>) -> Double {
-        guard let text, let value = Double(text.trimmingCharacters(in: .whitespaces)), value.isFinite else {
+        guard let text, let value = Double(text.trimmingCharacters(in: .whitespaces)), value.isFinite, value > 0
+        else {
             return fallback
         }
         return min(max(value, range.lowerBound), range.upperBound)

@@ -65,7 +65,7 @@ struct JourneyPrompts {
     }
 
     private func say(_ text: String) {
-        FileHandle.standardError.write(Data((Output.safe(text) + "\n").utf8))
+        FileHandle.standardError.write(Data((Output.safe(text, keepingLines: true) + "\n").utf8))
     }
 
     private func unanswered(_ callback: JourneyCallback) -> CLIError {

@@ -96,6 +96,12 @@ enum Output {
         FileHandle.standardError.write(Data(("latchkey: " + safe(text) + "\n").utf8))
     }
 
+    /// A line for the user on standard error (standard output stays for the result), escaped as
+    /// ``line(_:)`` is.
+    static func note(_ text: String) {
+        FileHandle.standardError.write(Data((safe(text) + "\n").utf8))
+    }
+
     /// Progress for people on a terminal; nothing on a pipe.
     static func progress(_ text: String) {
         guard errorIsTerminal else { return }
@@ -126,13 +132,15 @@ enum Output {
         }
     }
 
-    /// Text that came from a provider or a file, with control characters (but newline and tab)
-    /// and invisible format characters escaped, so that it cannot move the cursor, change
-    /// colours, rewrite the terminal or reorder what it shows.
-    static func safe(_ text: String) -> String {
+    /// Text that came from a provider or a file, with control characters and invisible format
+    /// characters escaped, so that it cannot move the cursor, change colours, rewrite the
+    /// terminal, reorder what it shows, or add a line of its own (a username carrying a newline
+    /// would add an account to a listing). Tabs stay; newlines too when `keepingLines` (a journey's
+    /// free text shown to the user, never parsed).
+    static func safe(_ text: String, keepingLines: Bool = false) -> String {
         var escaped = ""
         for scalar in text.unicodeScalars {
-            if scalar == "\n" || scalar == "\t" {
+            if scalar == "\t" || (keepingLines && scalar == "\n") {
                 escaped.unicodeScalars.append(scalar)
                 continue
             }
@@ -152,20 +160,22 @@ enum Output {
     }
 }
 
-/// Reads a secret from standard input (one line, without the newline). On a terminal it asks
-/// on standard error and turns echo off while the secret is typed, so it never shows.
+/// Reads a secret from standard input (one line, without the newline). On a terminal it turns
+/// echo off, then asks on standard error, so the secret never shows. What was typed ahead is kept:
+/// a script, `expect` or a password manager answers as soon as the prompt shows, and echo goes off
+/// and comes back without flushing the terminal's input (`TCSANOW`, not `TCSAFLUSH`).
 func readSecretFromStandardInput(_ what: String) throws -> String {
     var saved = termios()
     let terminal = isatty(STDIN_FILENO) == 1 && tcgetattr(STDIN_FILENO, &saved) == 0
     if terminal {
-        FileHandle.standardError.write(Data("\(what.prefix(1).uppercased() + what.dropFirst()): ".utf8))
         var silent = saved
         silent.c_lflag &= ~tcflag_t(ECHO)
-        _ = tcsetattr(STDIN_FILENO, TCSAFLUSH, &silent)
+        _ = tcsetattr(STDIN_FILENO, TCSANOW, &silent)
+        FileHandle.standardError.write(Data("\(what.prefix(1).uppercased() + what.dropFirst()): ".utf8))
     }
     defer {
         if terminal {
-            _ = tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved)
+            _ = tcsetattr(STDIN_FILENO, TCSANOW, &saved)
             FileHandle.standardError.write(Data("\n".utf8))
         }
     }

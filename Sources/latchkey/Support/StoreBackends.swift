@@ -33,8 +33,9 @@ actor PostgresStores {
         let key = try home.resolvedKey()
         var configuration = try PostgresCredentialStorage.clientConfiguration(url: url)
         // A command waits for its store a few seconds at most: $LATCHKEY_DATABASE_TIMEOUT, else 5.
-        let seconds = ProcessInfo.processInfo.environment["LATCHKEY_DATABASE_TIMEOUT"].flatMap(Double.init) ?? 5
-        let timeout = Duration.milliseconds(Int(max(0.1, seconds) * 1_000))
+        let seconds = CLINumbers.seconds(
+            ProcessInfo.processInfo.environment["LATCHKEY_DATABASE_TIMEOUT"], fallback: 5, in: 0.1...86_400)
+        let timeout = CLINumbers.duration(seconds: seconds)
         configuration.options.connectTimeout = timeout
         let client = PostgresClient(
             configuration: configuration, backgroundLogger: Home.logger ?? .disabled("latchkey.postgres"))

@@ -44,9 +44,22 @@ enum SystemBrowser {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        // The signals this process defers (``SignalDeferral``) are blocked in every thread of
+        // it; the browser starts with their default actions and nothing blocked.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for number in SignalDeferral.signals { sigaddset(&defaults, number) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        var unblocked = sigset_t()
+        sigemptyset(&unblocked)
+        posix_spawnattr_setsigmask(&attributes, &unblocked)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
         var pid = pid_t()
         let arguments = command.map { strdup($0) } + [nil]
         defer { arguments.forEach { free($0) } }
-        return posix_spawnp(&pid, command[0], &actions, nil, arguments, environ) == 0
+        return posix_spawnp(&pid, command[0], &actions, &attributes, arguments, environ) == 0
     }
 }

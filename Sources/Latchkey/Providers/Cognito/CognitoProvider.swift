@@ -156,19 +156,26 @@ public actor CognitoProvider: IdentityProvider {
             )
         }
         let idToken = result["IdToken"]?.stringValue
-        if verifyingIDToken, let idToken {
-            _ = try await idTokens.verify(
-                idToken, issuer: configuration.issuer, accessToken: accessToken,
-                subject: IDTokenChecks.subject(of: previous), now: now())
-        }
         let issued = now()
-        return Token(
+        let token = Token(
             accessToken: accessToken, tokenType: result["TokenType"]?.stringValue ?? "Bearer",
             refreshToken: result["RefreshToken"]?.stringValue ?? previous?.refreshToken,
             idToken: idToken ?? previous?.idToken, scopes: previous?.scopes, issuedAt: issued,
             expiresAt: result["ExpiresIn"]?.doubleValue.map {
                 issued.addingTimeInterval(ProviderNumbers.seconds($0, fallback: 0))
             }, provider: identity)
+        if verifyingIDToken, let idToken {
+            do {
+                _ = try await idTokens.verify(
+                    idToken, issuer: configuration.issuer, accessToken: accessToken,
+                    subject: IDTokenChecks.subject(of: previous), now: now())
+            } catch {
+                // A sign-in's grant that will not be kept is revoked, not left alive.
+                if previous == nil { await discard(token, logger: logger) }
+                throw error
+            }
+        }
+        return token
     }
 
     /// The ID-token checks, with the pool's key set (fetched once for many callers).
@@ -192,11 +199,7 @@ public actor CognitoProvider: IdentityProvider {
         guard let url = URL(string: text) else {
             throw ProviderError(.insecureEndpoint, endpoint: .jwks, reason: "The JWKS URL is not valid.")
         }
-        let answer = try await wire.exchange(.get(.jwks, url))
-        guard let set = try? JSONDecoder().decode(JWKS.self, from: answer.body) else {
-            throw ProviderError(.invalidResponse, endpoint: .jwks, reason: "The pool's JWKS could not be read.")
-        }
-        return set
+        return try KeySet.decode(try await wire.exchange(.get(.jwks, url)).body, logger: logger)
     }
 
     // MARK: Revocation, user, sign-out
@@ -287,7 +290,8 @@ public actor CognitoProvider: IdentityProvider {
         let fields = ProviderWire.object(answer.body) ?? [:]
         let message = ProviderWire.redact(
             (fields["message"] ?? fields["Message"])?.stringValue, removing: secrets, limit: 300)
-        let type = fields["__type"]?.stringValue.map { String($0.split(separator: "#").last ?? Substring($0)) }
+        let type = ProviderWire.redact(fields["__type"]?.stringValue, removing: secrets, limit: 100)
+            .map { String($0.split(separator: "#").last ?? Substring($0)) }
         var error = ProviderError(
             .httpStatus, endpoint: kind, reason: "Cognito refused \(operation).", errorDescription: message,
             status: answer.response.status.code, retryAfter: ProviderWire.retryAfter(answer, now: now),

@@ -139,10 +139,13 @@ enum OAuthRefusal {
     static func error(_ request: ProviderRequest, _ answer: HTTPTransportResponse, now: Date) -> ProviderError {
         let status = answer.response.status.code
         let fields = ProviderWire.object(answer.body) ?? [:]
+        // The code is the provider's text too: redacted like its description.
         let code =
-            fields["error"]?.stringValue.map(OAuthErrorCode.init(rawValue:))
+            (fields["error"]?.stringValue
             ?? AuthenticationChallenge.parse(answer.response.headerFields[values: .wwwAuthenticate])
-            .compactMap(\.error).first
+            .compactMap(\.error?.rawValue).first)
+            .flatMap { ProviderWire.redact($0, removing: request.secrets, limit: 100) }
+            .map(OAuthErrorCode.init(rawValue:))
         return ProviderError(
             code == nil ? .httpStatus : .oauth, endpoint: request.endpoint,
             reason: "The \(request.endpoint) endpoint refused the request.", oauthError: code,

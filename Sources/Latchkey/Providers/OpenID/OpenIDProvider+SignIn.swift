@@ -121,7 +121,9 @@ extension OpenIDProvider {
         if let error = value("error") {
             throw ProviderError(
                 .oauth, endpoint: .authorization, reason: "The provider refused the authorization request.",
-                oauthError: OAuthErrorCode(rawValue: error), errorDescription: value("error_description"))
+                oauthError: ProviderWire.redact(error, removing: [request.codeVerifier], limit: 100)
+                    .map(OAuthErrorCode.init(rawValue:)),
+                errorDescription: ProviderWire.redact(value("error_description"), removing: [request.codeVerifier]))
         }
         guard let code = value("code") else {
             throw ProviderError(.invalidResponse, endpoint: .authorization, reason: "The redirect carries no code.")

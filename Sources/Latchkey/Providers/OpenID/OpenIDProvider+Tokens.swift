@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 
 extension OpenIDProvider {
     /// Sends a token request and turns the answer into a ``Token`` whose ID token (if any) was verified.
@@ -19,11 +20,24 @@ extension OpenIDProvider {
             throw ProviderError(
                 .invalidResponse, endpoint: .token, reason: "The token response is not valid.", underlying: error)
         }
+        if !response.ignoredFields.isEmpty {
+            logger.notice(
+                "the token response's fields could not be read and were taken as absent",
+                metadata: ["fields": "\(response.ignoredFields.sorted())"])
+        }
         if let idToken = response.idToken {
             if verifyingIDToken {
-                _ = try await verifyIDToken(
-                    idToken, nonce: nonce, accessToken: response.accessToken,
-                    subject: IDTokenChecks.subject(of: previous))
+                do {
+                    _ = try await verifyIDToken(
+                        idToken, nonce: nonce, accessToken: response.accessToken,
+                        subject: IDTokenChecks.subject(of: previous))
+                } catch {
+                    // A sign-in's grant that will not be kept is revoked, not left alive.
+                    if previous == nil {
+                        await discard(Token(response: response, issuedAt: now(), provider: identity), logger: logger)
+                    }
+                    throw error
+                }
             } else if let nonce, UnverifiedClaims.read(idToken)?["nonce"]?.stringValue != nonce {
                 // Verified in full once stored; an answer to another request is refused at once.
                 throw ProviderError(

@@ -186,11 +186,7 @@ public actor OpenIDProvider: IdentityProvider {
 
     private func fetchJWKS() async throws(ProviderError) -> JWKS {
         let body = try await wire.exchange(.get(.jwks, try await endpoint(.jwks))).body
-        do {
-            return try JSONDecoder().decode(JWKS.self, from: body)
-        } catch {
-            throw ProviderError(.invalidResponse, endpoint: .jwks, reason: "The JWKS is not a JWK Set.")
-        }
+        return try KeySet.decode(body, logger: logger)
     }
 
     /// Verifies an ID token from this provider for this client.

@@ -356,6 +356,8 @@ public actor PingJourneyProvider: IdentityProvider {
         return ProviderError(
             .httpStatus, endpoint: kind, reason: "AM refused the \(kind) request.", errorDescription: message,
             status: status, retryAfter: ProviderWire.retryAfter(answer, now: now),
-            underlying: PingError(code: code, reason: fields["reason"]?.stringValue, message: message))
+            underlying: PingError(
+                code: code, reason: ProviderWire.redact(fields["reason"]?.stringValue, removing: secrets, limit: 100),
+                message: message))
     }
 }

@@ -65,7 +65,17 @@ extension CredentialStore {
                     report.storageError = error
                 }
             } else if entry.failedPermanently {
-                report.permanent += 1
+                // Failed for want of a provider that is registered now: due again at once.
+                if entry.lastError?.contains(OutboxEntry.noProviderReason) == true, provider(for: entry.provider) != nil
+                {
+                    var revived = entry
+                    revived.failedPermanently = false
+                    revived.nextAttemptAt = date
+                    try? await outbox.updateOutboxEntry(revived)
+                    due.append(revived)
+                } else {
+                    report.permanent += 1
+                }
             } else if options.includeNotDue || entry.nextAttemptAt <= date {
                 due.append(entry)
             } else {
@@ -195,6 +205,27 @@ extension CredentialStore {
                 report.storageError = error
             }
         }
+    }
+
+    /// Makes the entries that failed for good (``OutboxEntry/failedPermanently``) due again —
+    /// every one, or those for `provider` — for when their cause is gone: a provider registered
+    /// again, a network that no longer rewrites answers (a captive portal's redirect, a firewall's
+    /// 403). The next ``drainOutbox(_:)`` sends them.
+    /// - Returns: how many were made due.
+    @discardableResult
+    public func retryFailedOutboxEntries(for provider: ProviderIdentity? = nil) async throws(StorageError) -> Int {
+        var count = 0
+        for var entry in try await outbox.outboxEntries()
+        where entry.failedPermanently && (provider == nil || entry.provider == provider) {
+            entry.failedPermanently = false
+            entry.nextAttemptAt = now()
+            try await outbox.updateOutboxEntry(entry)
+            count += 1
+        }
+        if count > 0 {
+            logger.debug("outbox entries that had failed for good made due", metadata: ["count": "\(count)"])
+        }
+        return count
     }
 
     /// Removes an outbox entry on purpose, sent or not: an entry that failed permanently, or one

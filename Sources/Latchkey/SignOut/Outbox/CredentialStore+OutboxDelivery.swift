@@ -10,12 +10,19 @@ enum OutboxDelivery: Sendable {
     case failed(ProviderError, changed: OutboxEntry?)
 }
 
+extension OutboxEntry {
+    /// The start of the error of an entry that failed for want of a registered provider: such an
+    /// entry is tried again once its provider is registered.
+    static let noProviderReason = "No provider is registered"
+}
+
 extension CredentialStore {
     /// Sends one entry's step to its provider.
     nonisolated func deliver(_ entry: OutboxEntry, to provider: (any IdentityProvider)?) async -> OutboxDelivery {
         guard let provider else {
             return .failed(
-                ProviderError(.unsupported, reason: "No provider is registered for \(entry.provider)."), changed: nil)
+                ProviderError(.unsupported, reason: "\(OutboxEntry.noProviderReason) for \(entry.provider)."),
+                changed: nil)
         }
         do throws(ProviderError) {
             switch entry.action {
@@ -47,7 +54,7 @@ extension CredentialStore {
     private nonisolated func signOutGlobally(_ entry: OutboxEntry, at provider: any IdentityProvider)
         async throws(ProviderError) -> OutboxDelivery
     {
-        guard var grant = OutboxGrant(sealedText: entry.token) else {
+        guard let grant = OutboxGrant(sealedText: entry.token) else {
             throw ProviderError(.invalidResponse, reason: "The queued global sign-out holds no tokens to send it with.")
         }
         guard try await provider.supportsGlobalSignOut() else {
@@ -73,30 +80,35 @@ extension CredentialStore {
         }
         let current = grant.token(of: entry.provider, issuedAt: now())
         try await provider.prepareRefresh(of: current)
-        let fresh: Token
-        do {
-            fresh = try await provider.exchangeRefreshToken(of: current)
-        } catch  where error.requiresSignIn {
-            throw ProviderError(
-                .signInRequired, endpoint: .token,
-                reason:
-                    "The queued global sign-out's refresh token was rejected, so no access token can be got to send it with; sign in and sign out everywhere again.",
-                oauthError: error.oauthError, errorDescription: error.errorDescription, status: error.status)
+        // From the refresh request until its answer is sealed into the entry: work that must finish.
+        let (fresh, changed, storageFailure) = try await UninterruptibleWork.run {
+            () async throws(ProviderError) -> (Token, OutboxEntry, StorageError?) in
+            let fresh: Token
+            do throws(ProviderError) {
+                fresh = try await provider.exchangeRefreshToken(of: current)
+            } catch  where error.requiresSignIn {
+                throw ProviderError(
+                    .signInRequired, endpoint: .token,
+                    reason:
+                        "The queued global sign-out's refresh token was rejected, so no access token can be got to send it with; sign in and sign out everywhere again.",
+                    oauthError: error.oauthError, errorDescription: error.errorDescription, status: error.status)
+            }
+            var changed = entry
+            changed.token = OutboxGrant(fresh).sealedText
+            do throws(StorageError) {
+                try await outbox.updateOutboxEntry(changed)
+                return (fresh, changed, nil)
+            } catch {
+                return (fresh, changed, error)
+            }
         }
-        grant = OutboxGrant(fresh)
-        var changed = entry
-        changed.token = grant.sealedText
-        do {
-            try await outbox.updateOutboxEntry(changed)
-        } catch {
-            return .failed(.storage(error), changed: changed)
-        }
+        if let storageFailure { return .failed(.storage(storageFailure), changed: changed) }
         guard let accessToken = fresh.accessToken else {
             return .failed(
                 ProviderError(.invalidResponse, endpoint: .token, reason: "The refresh gave no access token."),
                 changed: changed)
         }
-        do {
+        do throws(ProviderError) {
             try await provider.globalSignOut(accessToken: accessToken)
             return .done
         } catch {

@@ -154,6 +154,15 @@ package enum KeyFiles {
         return true
     }
 
+    /// Writes `key` to a new file at `path` directly — created exclusively, mode 0600, synced —
+    /// with no temporary file: for a file nobody reads before it is complete (a key rotation's
+    /// `KEY.next`, read only once the rotation has committed), so that a process killed while
+    /// writing it leaves nothing behind but that file, which the next rotation replaces.
+    package static func writeNewKeyFile(at path: String, key: SymmetricKey, encoding: KeyEncoding) throws(StorageError)
+    {
+        try writePrivateFile(at: path, bytes: encoded(key, encoding))
+    }
+
     /// Replaces the key file at `path` with `key`, atomically (rename(2)), mode 0600 throughout.
     package static func replaceKeyFile(at path: String, key: SymmetricKey, encoding: KeyEncoding) throws(StorageError) {
         let temporary = "\(path).\(UUID().uuidString).tmp"

@@ -67,7 +67,9 @@ package struct SealedCredential: Sendable, Hashable {
             email: credential.metadata.email, issuer: credential.metadata.issuer, name: credential.metadata.name,
             clientID: credential.metadata.clientID, tags: Self.tagsText(credential.metadata.tags), metadata: metadata,
             sealedToken: try sealer.seal(
-                token, context: SealContext.credential(id, metadata: metadata, state: credential.state)),
+                token,
+                context: SealContext.credential(
+                    id, metadata: metadata, state: credential.state, version: credential.version)),
             createdAt: credential.createdAt.timeIntervalSinceReferenceDate,
             updatedAt: credential.updatedAt.timeIntervalSinceReferenceDate, version: credential.version,
             accessTokenExpiresAt: credential.token.accessToken == nil
@@ -111,15 +113,17 @@ package struct SealedCredential: Sendable, Hashable {
         CredentialState(needsSignIn: needsSignIn, rejectedAccessToken: rejectedAccessToken)
     }
 
-    /// The credential, or why the record cannot be read.
-    package func open(with sealer: Sealer) -> Result<StoredCredential, DamagedRecord> {
+    /// The credential, or why the record cannot be read. `versionBound: false` opens a record
+    /// sealed before its version was bound (schema upgrades only).
+    package func open(with sealer: Sealer, versionBound: Bool = true) -> Result<StoredCredential, DamagedRecord> {
         func damaged(_ reason: String) -> Result<StoredCredential, DamagedRecord> {
             .failure(DamagedRecord(kind: .credential, id: id, reason: reason))
         }
         guard let metadata = try? JSONDecoder().decode(CredentialMetadata.self, from: Data(self.metadata.utf8)) else {
             return damaged("its metadata is not valid")
         }
-        let context = SealContext.credential(id, metadata: self.metadata, state: state)
+        let context = SealContext.credential(
+            id, metadata: self.metadata, state: state, version: versionBound ? version : nil)
         guard let plaintext = sealer.open(sealedToken, context: context) else {
             return damaged("its sealed tokens do not open with the store's key and its metadata (altered or damaged)")
         }
@@ -135,5 +139,13 @@ package struct SealedCredential: Sendable, Hashable {
                 id: CredentialID(rawValue: id), token: token, metadata: metadata, state: state,
                 createdAt: Date(timeIntervalSinceReferenceDate: createdAt),
                 updatedAt: Date(timeIntervalSinceReferenceDate: updatedAt), version: version))
+    }
+
+    /// The record sealed again with its version bound, for the schema upgrade that binds it;
+    /// `nil` when it is bound already, or does not open (it stays as it is, reported as damaged).
+    package func bindingVersion(with sealer: Sealer) throws(StorageError) -> SealedCredential? {
+        if case .success = open(with: sealer) { return nil }
+        guard case .success(let credential) = open(with: sealer, versionBound: false) else { return nil }
+        return try SealedCredential(credential, sealer: sealer)
     }
 }

@@ -59,15 +59,18 @@ package struct Sealer: Sendable {
 /// instead of handing one account's token to another.
 package enum SealContext {
     /// A credential's tokens are bound to its id, to its metadata exactly as stored (subject,
-    /// username, email, name, issuer, client, tags) and to what Latchkey knows against it
-    /// (``CredentialState``), when anything is.
-    package static func credential(_ id: String, metadata: String, state: CredentialState = CredentialState())
-        -> String
-    {
+    /// username, email, name, issuer, client, tags), to what Latchkey knows against it
+    /// (``CredentialState``) when anything is, and to the record's version, so that an older copy
+    /// of the sealed tokens put back under the current version does not open. `version` is `nil`
+    /// only for records sealed before it was bound (read once, by the schema upgrade).
+    package static func credential(
+        _ id: String, metadata: String, state: CredentialState = CredentialState(), version: Int? = nil
+    ) -> String {
         var context = "latchkey.credential:\(id)\n\(metadata)"
         if !state.isClear {
             context += "\nstate:\(state.needsSignIn ? 1 : 0):\(state.rejectedAccessToken ?? "")"
         }
+        if let version { context += "\nversion:\(version)" }
         return context
     }
 

@@ -41,14 +41,18 @@ extension Home {
         return try await openSQLiteStorage()
     }
 
-    /// The SQLite storage of this home, opened with its key.
+    /// The SQLite storage of this home, opened with its key; a key rotation cut short is settled
+    /// (see ``settlePendingProviders(with:discardingStale:)``).
     func openSQLiteStorage() async throws -> SQLiteCredentialStorage {
         let source = try resolvedKeySource()
+        let storage: SQLiteCredentialStorage
         do {
-            return try await SQLiteCredentialStorage.open(path: databasePath, key: source, logger: Self.logger)
+            storage = try await SQLiteCredentialStorage.open(path: databasePath, key: source, logger: Self.logger)
         } catch {
             throw CLIError.failed("The credential store cannot be opened: \(error)")
         }
+        if hasPendingProviders { try settlePendingProviders(with: storage) }
+        return storage
     }
 
     /// The purpose a provider's client secret is sealed for.
@@ -81,18 +85,26 @@ extension Home {
         return sealed
     }
 
-    /// The store, with every configured provider registered.
+    /// The store, with every configured provider registered. A provider that cannot be used (its
+    /// client secret does not open, its entry is incomplete) is left out and named in
+    /// ``Session/unusable``: it stops only the commands that need it.
     func openStore(requestTimeout: Duration = .seconds(15)) async throws -> Session {
         let storage = try await openStorage()
         let store = CredentialStore(storage: storage, logger: Self.logger)
         var clients: [String: any IdentityProvider] = [:]
+        var unusable: [String: CLIError] = [:]
         for entry in try await sealLegacySecrets(providers(), storage: storage) {
-            let client = try Self.client(
-                for: entry, secret: clientSecret(of: entry, storage: storage), timeout: requestTimeout)
-            clients[entry.name] = client
-            await store.register(client)
+            do {
+                let client = try Self.client(
+                    for: entry, secret: clientSecret(of: entry, storage: storage), timeout: requestTimeout)
+                clients[entry.name] = client
+                await store.register(client)
+            } catch let error as CLIError {
+                Self.logger?.notice("a provider cannot be used", metadata: ["provider": "\(entry.name)"])
+                unusable[entry.name] = error
+            }
         }
-        return Session(home: self, store: store, clients: clients)
+        return Session(home: self, store: store, clients: clients, unusable: unusable)
     }
 
     static func client(for entry: ProviderEntry, secret: String?, timeout: Duration) throws -> any IdentityProvider {

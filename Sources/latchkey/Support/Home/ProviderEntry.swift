@@ -35,6 +35,9 @@ struct ProviderEntry: Codable, Sendable {
     // Tools
     /// The git hosts whose credentials are this provider's access tokens (`credential git`).
     var gitHosts: [String]?
+    /// Whether git may get tokens for those hosts over plain http (off unless asked: git would
+    /// send the token in the clear); http to this machine is always allowed.
+    var gitAllowsHTTP: Bool?
 
     /// The issuer and client of this provider's tokens.
     var identity: ProviderIdentity? {

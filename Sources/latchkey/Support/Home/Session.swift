@@ -9,6 +9,15 @@ struct Session {
     let home: Home
     let store: CredentialStore
     let clients: [String: any IdentityProvider]
+    /// The configured providers that cannot be used, by name, with why.
+    var unusable: [String: CLIError] = [:]
+
+    /// The client of the provider named `name`; the reason it cannot be used when it cannot.
+    func client(named name: String) throws -> any IdentityProvider {
+        if let client = clients[name] { return client }
+        if let reason = unusable[name] { throw reason }
+        throw CLIError.input("No provider is named \(name).")
+    }
 
     /// Runs a read of the store, its failure reported as a failure of the store.
     func reading<T>(_ what: String = "The credential store", _ read: () async throws(StorageError) -> T)
@@ -75,6 +84,7 @@ struct Session {
     /// The live handle of a stored credential, through the provider it came from.
     func credential(_ stored: StoredCredential) async throws -> Credential {
         guard let provider = await store.provider(for: stored.token.provider) else {
+            if let name = providerName(of: stored), let reason = unusable[name] { throw reason }
             throw CLIError.input(
                 "The provider of \(stored.metadata.displayName ?? stored.id.rawValue) is no longer configured.")
         }

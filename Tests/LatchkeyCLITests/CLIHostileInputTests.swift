@@ -1,0 +1,58 @@
+import Foundation
+import LatchkeyDevProvider
+import LatchkeyTestSupport
+import Testing
+
+/// What a provider hands the tool never crashes it or reaches the terminal raw.
+@Suite("latchkey and the input it cannot trust")
+struct CLIHostileInputTests: DevProviderCLITest {
+    @Test("userinfo numbers beyond Int's range, fractions and 1e300 are shown, not a crash")
+    func hugeNumbers() async throws {
+        var configuration = DevProviderConfiguration.default
+        configuration.users[0].numberClaims = ["clearance": 9.3e18, "ratio": 0.5, "huge": 1e300, "small": -9.3e18]
+        try await withDevices(configuration) { _, a, _ in
+            #expect(try await login(a, "alice").status == 0)
+            let userinfo = try await a.run("userinfo")
+            #expect(userinfo.status == 0, "\(userinfo.stderr)")
+            #expect(userinfo.stdout.contains("9.3e+18"), "\(userinfo.stdout)")
+            #expect(userinfo.stdout.contains("0.5"))
+            #expect(userinfo.stdout.contains("1e+300"))
+        }
+    }
+
+    @Test("a name with control characters and line breaks is escaped: one account, one line")
+    func controlCharacters() async throws {
+        var configuration = DevProviderConfiguration.default
+        configuration.users.append(
+            .init(
+                username: "eve\u{1B}[2J\nurl=https://evil.example", password: "eve-password", name: "Eve\r\u{7}",
+                email: "eve@example.com"))
+        try await withDevices(configuration) { _, a, _ in
+            let login = try await a.run(
+                "login", "--username", "eve\u{1B}[2J\nurl=https://evil.example", "--password-stdin",
+                input: "eve-password")
+            #expect(login.status == 0, "\(login.stderr)")
+            #expect(!login.stdout.contains("\u{1B}"))
+            let accounts = try await a.run("accounts")
+            #expect(accounts.status == 0)
+            #expect(!accounts.stdout.contains("\u{1B}"), "no escape sequence reaches the terminal")
+            #expect(!accounts.stdout.split(separator: "\n").contains { $0.hasPrefix("url=") }, "\(accounts.stdout)")
+            #expect(accounts.stdout.contains("\\n"), "the line break is shown escaped")
+        }
+    }
+
+    @Test("a device user_code carrying an escape sequence is shown escaped")
+    func deviceCode() async throws {
+        try await withDevices { dev, a, _ in
+            dev.faults.set(
+                DevProviderFault(replacedFields: ["user_code": #""WDJB\u001b[2J-MJHT""#], remaining: 1),
+                for: .deviceAuthorization)
+            let login = try await CLI.start(["--home", a.path, "login", "--device"])
+            let shown = try await login.standardError { $0.contains("WDJB") }
+            login.send(signal: SIGTERM)
+            _ = try await login.finish()
+            #expect(shown.contains("WDJB"), "\(shown)")
+            #expect(!shown.contains("\u{1B}"), "the terminal never gets the escape sequence")
+        }
+    }
+}

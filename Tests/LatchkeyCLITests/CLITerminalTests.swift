@@ -1,0 +1,55 @@
+import Foundation
+import LatchkeyDevProvider
+import LatchkeyTestSupport
+import Testing
+
+/// Every prompt of `latchkey` answered through a real pseudo-terminal by something that types
+/// its answers before the prompt shows (a script, `expect`, a password manager): nothing typed
+/// ahead is thrown away.
+@Suite("latchkey's prompts on a terminal")
+struct CLITerminalTests: DevProviderCLITest {
+    /// `latchkey --home HOME ARGUMENTS` on a terminal where `typed` was typed already.
+    func onTerminal(_ device: Device, _ arguments: String..., typed: String) async throws -> CLI.Run {
+        CLI.Run(
+            try await ChildProcess.runOnTerminal(
+                CLI.binary, ["--home", device.path] + arguments, environment: CLI.environment(), typed: typed,
+                limit: TestTiming.scaled(.seconds(30))))
+    }
+
+    @Test("client secret, password, a journey's name, password and choice, and signout's choice, all typed ahead")
+    func typedAhead() async throws {
+        try await withDevices { dev, device, _ in
+            let secret = try await onTerminal(
+                device, "provider", "add", "confidential", "--allow-password-grant", "--issuer",
+                dev.issuer.absoluteString, "--client-id", "latchkey-confidential", "--client-secret-stdin",
+                typed: "latchkey-confidential-secret\n")
+            #expect(secret.status == 0, "\(secret.stderr)")
+            #expect(secret.stderr.contains("Client secret: "), "the prompt shows")
+            #expect(!secret.stderr.contains("latchkey-confidential-secret"), "never echoed")
+
+            let password = try await onTerminal(
+                device, "login", "--provider", "confidential", "--username", "alice", "--password-stdin",
+                typed: "alice-password\n")
+            #expect(password.status == 0, "\(password.stderr)")
+            #expect(password.stdout.contains("Signed in as alice"))
+
+            let added = try await device.run(
+                "provider", "add", "stepped", "--ping-journey", "--server-url", dev.issuer.absoluteString, "--realm",
+                "alpha", "--journey", "SteppedLogin", "--client-id", "latchkey-cli", "--scopes",
+                "openid profile offline_access")
+            #expect(added.status == 0, "\(added.stderr)")
+            // A name, a hidden password, and Enter for the choice's default: three pages of
+            // answers typed before the first page arrives.
+            let journey = try await onTerminal(
+                device, "login", "--provider", "stepped", typed: "bob\nbob-password\n\n")
+            #expect(journey.status == 0, "\(journey.stderr)")
+            #expect(journey.stdout.contains("Signed in as bob"))
+            #expect(await dev.liveJourneySessions(of: "bob") == 1)
+
+            let signOut = try await onTerminal(device, "signout", "alice", typed: "1\n")
+            #expect(signOut.status == 0, "\(signOut.stdout)\(signOut.stderr)")
+            let accounts = try await device.run("--json", "accounts").array
+            #expect(accounts.compactMap { $0["username"] as? String } == ["bob"])
+        }
+    }
+}
