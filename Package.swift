@@ -194,7 +194,9 @@ let package = Package(
                 "Latchkey", "LatchkeySQLite", "LatchkeyTestSupport", "LatchkeyStorageTesting",
                 // The schema-upgrade test writes an old store's rows itself.
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // DPoP proofs are checked with another library's verifier.
                 .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strictSettings
         ),
