@@ -37,6 +37,26 @@ struct PingJourneyTests {
         func stop() async { await dev.stop() }
     }
 
+    @Test("a sign-in whose ID token is rejected ends the journey's session too: nothing is left signed in")
+    func rejectedIDTokenEndsTheSession() async throws {
+        let setup = try await Self.setUp()
+        defer { Task { await setup.stop() } }
+        // The provider signs with RS256 and ES256; this client accepts neither.
+        let strict = PingJourneyProvider(
+            configuration: PingJourneyConfiguration(
+                serverURL: setup.dev.issuer, realm: "alpha", clientID: "latchkey-cli", idTokenAlgorithms: [.ps256]),
+            transport: transport)
+        let session = try await Self.walk(strict)
+        #expect(try await setup.isValid(session.value))
+        let error = await #expect(throws: ProviderError.self) {
+            _ = try await strict.signIn(session, into: setup.store)
+        }
+        #expect(error?.code == .idTokenRejected)
+        #expect(try await setup.isValid(session.value) == false, "the session no one holds is ended")
+        #expect(await setup.dev.liveGrants(of: "alice") == 0, "and the grant minted from it revoked")
+        #expect(try await setup.store.all().isEmpty)
+    }
+
     static func setUp(
         journey: String = "Login", cookieName: String? = nil, clock: (any LatchkeyClock)? = nil
     ) async throws -> Setup {

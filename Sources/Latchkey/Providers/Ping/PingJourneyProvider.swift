@@ -188,11 +188,22 @@ public actor PingJourneyProvider: IdentityProvider {
         try await mint(session.value, verifyingIDToken: true)
     }
 
-    /// Mints tokens from `session` and stores them with it: the account's credential.
+    /// Mints tokens from `session` and stores them with it: the account's credential. When the
+    /// ID token is rejected or the store cannot take the credential, the session is ended as well
+    /// as the grant revoked: it was made for this sign-in, and nothing would hold it.
     public func signIn(
         _ session: JourneySession, into store: CredentialStore, tags: [String: String] = [:], makeDefault: Bool = false
     ) async throws(ProviderError) -> Credential {
-        try await self.store(try await token(for: session), in: store, tags: tags, makeDefault: makeDefault)
+        do throws(ProviderError) {
+            return try await self.store(try await token(for: session), in: store, tags: tags, makeDefault: makeDefault)
+        } catch  where error.code == .idTokenRejected || error.code == .storage {
+            do {
+                try await logout(session: session.value)
+            } catch {
+                logger.notice("the session of a rejected sign-in could not be ended", metadata: ["error": "\(error)"])
+            }
+            throw error
+        }
     }
 
     /// The authorization request, sent with the session: AM answers with a redirect to the
