@@ -96,7 +96,8 @@ package struct DPoPProof: Sendable {
     package var claims: [String: Any] {
         var claims: [String: Any] = [
             "jti": id, "htm": method, "htu": targetURI,
-            "iat": Int(exactly: issuedAt.timeIntervalSince1970.rounded(.down)) ?? 0,
+            "iat": ProviderNumbers.integer(
+                issuedAt.timeIntervalSince1970.rounded(.down), fallback: 0, in: Int.min...Int.max),
         ]
         if let accessToken { claims["ath"] = Base64URL.encode(Data(SHA256.hash(data: Data(accessToken.utf8)))) }
         if let nonce { claims["nonce"] = nonce }
