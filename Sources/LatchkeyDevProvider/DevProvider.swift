@@ -176,6 +176,18 @@ public final class DevProvider: Sendable {
         await state.introspect(token)["active"] == .bool(true)
     }
 
+    /// Requires a nonce in every DPoP proof from now on (RFC 9449 §8), a new one after
+    /// `rotation` accepted proofs; `nil` stops requiring one.
+    public func requireDPoPNonces(rotatingAfter rotation: Int?) async {
+        await state.requireDPoPNonces(rotatingAfter: rotation)
+    }
+
+    /// Answers the next `count` DPoP proofs with `use_dpop_nonce` and a new nonce, as if the
+    /// nonce had just changed under them (nonces must be required).
+    public func forceDPoPNonceChallenges(_ count: Int) async {
+        await state.forceDPoPNonceChallenges(count)
+    }
+
     /// Sets the lifetime of the ID tokens issued from now on, in seconds: a test signs in with an
     /// ID token about to expire, then lets the refresh bring a long-lived one.
     public func setIDTokenLifetime(_ seconds: Int) async {

@@ -18,17 +18,26 @@ extension Credential {
     /// tokens are kept and the access token is returned; the failure is logged, and
     /// ``refresh()`` throws it.
     public func accessToken(minimumValidity: TimeInterval = 60) async throws(ProviderError) -> String {
+        try await usableToken(minimumValidity: minimumValidity).accessToken
+    }
+
+    /// The tokens with an access token valid for at least `minimumValidity` seconds (refreshed
+    /// first when needed), and that access token: what a request needs to carry it, a DPoP
+    /// proof included.
+    func usableToken(minimumValidity: TimeInterval = 60) async throws(ProviderError) -> (
+        token: Token, accessToken: String
+    ) {
         let current = try await stored()
         if let accessToken = current.token.accessToken,
             !current.needsRefresh(minimumValidity: minimumValidity, at: now())
         {
-            return accessToken
+            return (current.token, accessToken)
         }
         let refreshed = try await sharedRefresh(.accessToken(minimumValidity), of: current.token).get()
         guard let accessToken = refreshed.token.accessToken else {
             throw ProviderError(.invalidResponse, endpoint: .token, reason: "The refresh gave no access token.")
         }
-        return accessToken
+        return (refreshed.token, accessToken)
     }
 
     /// An ID token valid for at least `minimumValidity` seconds: the stored one, or one from a

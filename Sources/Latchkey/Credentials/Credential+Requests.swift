@@ -24,26 +24,37 @@ extension Credential {
         }
     }
 
-    /// `request` with `Authorization: Bearer` and an access token valid for at least
-    /// `minimumValidity` seconds (refreshed first when needed).
+    /// `request` with an access token valid for at least `minimumValidity` seconds (refreshed
+    /// first when needed): `Authorization: Bearer`, or for tokens bound to the account's key
+    /// `Authorization: DPoP` and a `DPoP` proof for this method and URL (RFC 9449 §7), with the
+    /// server's nonce when it gave one.
+    ///
+    /// - Throws: ``ProviderError/Code/dpopKeyUnavailable`` when the tokens are bound to a key
+    ///   the store no longer holds.
     public func authorized(_ request: HTTPRequest, minimumValidity: TimeInterval = 60) async throws(ProviderError)
         -> HTTPRequest
     {
-        var request = request
-        request.headerFields[.authorization] = "Bearer \(try await accessToken(minimumValidity: minimumValidity))"
-        return request
+        let (token, accessToken) = try await usableToken(minimumValidity: minimumValidity)
+        return try authorize(request, token: token, accessToken: accessToken)
     }
 
     #if canImport(FoundationNetworking) || canImport(Darwin)
-        /// `request` with `Authorization: Bearer` and an access token valid for at least
-        /// `minimumValidity` seconds (refreshed first when needed).
+        /// `request` with an access token valid for at least `minimumValidity` seconds
+        /// (refreshed first when needed), as ``authorized(_:minimumValidity:)-(HTTPRequest,_)``
+        /// puts it on: bearer, or DPoP with a proof.
         public func authorized(_ request: URLRequest, minimumValidity: TimeInterval = 60) async throws(ProviderError)
             -> URLRequest
         {
+            let (token, accessToken) = try await usableToken(minimumValidity: minimumValidity)
+            guard let url = request.url, let signing = try signing(token, accessToken: accessToken) else {
+                var request = request
+                request.setValue("Bearer \(accessToken)", forHTTPHeaderField: "Authorization")
+                return request
+            }
+            let method = HTTPRequest.Method(request.httpMethod ?? "GET") ?? .get
+            let proved = try signing.prove(HTTPRequest(method: method, url: url))
             var request = request
-            request.setValue(
-                "Bearer \(try await accessToken(minimumValidity: minimumValidity))",
-                forHTTPHeaderField: "Authorization")
+            for field in proved.headerFields { request.setValue(field.value, forHTTPHeaderField: field.name.rawName) }
             return request
         }
     #endif
@@ -65,27 +76,55 @@ extension Credential {
         _ request: HTTPRequest, body: Data? = nil, through transport: any HTTPTransport,
         options: HTTPTransportOptions = HTTPTransportOptions()
     ) async throws(ProviderError) -> HTTPTransportResponse {
-        let token = try await accessToken()
-        let first = try await Self.send(request, token: token, body: body, through: transport, options: options)
+        let (token, accessToken) = try await usableToken()
+        let first = try await send(
+            request, token: token, accessToken: accessToken, body: body, through: transport, options: options)
         guard AuthenticationChallenge.rejectsToken(first.response) else { return first }
         store.logger.debug("a resource server rejected the access token; refreshing", metadata: ["credential": "\(id)"])
-        try await reject(accessToken: token)
-        let fresh = try await accessToken()
-        return try await Self.send(request, token: fresh, body: body, through: transport, options: options)
+        try await reject(accessToken: accessToken)
+        let fresh = try await usableToken()
+        return try await send(
+            request, token: fresh.token, accessToken: fresh.accessToken, body: body, through: transport,
+            options: options)
     }
 
-    private static func send(
-        _ request: HTTPRequest, token: String, body: Data?, through transport: any HTTPTransport,
+    /// Sends `request` with `accessToken` on it; a DPoP-bound token answers the server's nonce
+    /// challenge once.
+    private func send(
+        _ request: HTTPRequest, token: Token, accessToken: String, body: Data?, through transport: any HTTPTransport,
         options: HTTPTransportOptions
     ) async throws(ProviderError) -> HTTPTransportResponse {
-        var request = request
-        request.headerFields[.authorization] = "Bearer \(token)"
-        do {
-            return try await transport.send(request, body: body, options: options)
-        } catch {
-            throw ProviderError(
-                error.kind == .cancelled ? .cancelled : .transport,
-                reason: "The resource server could not be reached.", underlying: error)
+        @Sendable func transmit(_ request: HTTPRequest) async throws(ProviderError) -> HTTPTransportResponse {
+            do {
+                return try await transport.send(request, body: body, options: options)
+            } catch {
+                throw ProviderError(
+                    error.kind == .cancelled ? .cancelled : .transport,
+                    reason: "The resource server could not be reached.", underlying: error)
+            }
         }
+        guard let signing = try signing(token, accessToken: accessToken) else {
+            return try await transmit(try authorize(request, token: token, accessToken: accessToken))
+        }
+        return try await signing.send(request, transmit)
+    }
+
+    /// `request` carrying `accessToken`: as DPoP with a proof when `token` is bound, else as a
+    /// bearer token.
+    private func authorize(_ request: HTTPRequest, token: Token, accessToken: String) throws(ProviderError)
+        -> HTTPRequest
+    {
+        if let signing = try signing(token, accessToken: accessToken) { return try signing.prove(request) }
+        var request = request
+        request.headerFields[.authorization] = "Bearer \(accessToken)"
+        return request
+    }
+
+    /// The proofs for a resource request with `accessToken`, when the access token is bound to
+    /// the account's key (its type is `DPoP`).
+    private func signing(_ token: Token, accessToken: String) throws(ProviderError) -> DPoPSigning? {
+        guard let binding = token.dpop, token.tokenType.lowercased() == "dpop" else { return nil }
+        guard let key = binding.key else { throw .dpopKeyUnavailable }
+        return DPoPSigning(key: key, accessToken: accessToken, nonces: store.dpopNonces, clock: store.clock)
     }
 }

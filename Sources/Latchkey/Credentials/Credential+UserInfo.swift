@@ -3,13 +3,13 @@ extension Credential {
     /// token, it is marked rejected and refreshed once (one refresh for every caller and process
     /// sharing the store, as ``send(_:body:through:options:)`` does) and the request sent again.
     public func userInfo() async throws(ProviderError) -> [String: JSONValue] {
-        let accessToken = try await accessToken()
+        let (token, accessToken) = try await usableToken()
         do {
-            return try await provider.userInfo(accessToken: accessToken)
+            return try await provider.userInfo(for: token)
         } catch {
             guard error.rejectedAccessToken else { throw error }
             try await reject(accessToken: accessToken)
-            return try await provider.userInfo(accessToken: try await self.accessToken())
+            return try await provider.userInfo(for: try await usableToken().token)
         }
     }
 

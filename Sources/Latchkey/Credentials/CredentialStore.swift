@@ -63,6 +63,8 @@ public actor CredentialStore {
     nonisolated let logger: Logger
     /// The time the store, its handles, its leases and sign-outs go by.
     public nonisolated let clock: any LatchkeyClock
+    /// The nonces resource servers gave for the DPoP proofs of this store's credentials.
+    nonisolated let dpopNonces = DPoPNonces()
     /// The longest a credential's lease is held (see ``LeaseTerms``): a holder's requests to a
     /// provider must be answered before it ends (a tenth less, at most five seconds, to store
     /// the answer in), so keep it longer than a provider's request timeout.

@@ -1,10 +1,11 @@
 import Crypto
 package import Foundation
 
-/// An account's DPoP key (RFC 9449): an ES256 key pair made for that account alone. Its public
-/// half travels in every proof; its private half never leaves the process except sealed in the
-/// store. A description names the key by its thumbprint only.
-package struct DPoPKey: Sendable, CustomStringConvertible, CustomReflectable {
+/// An account's DPoP key (RFC 9449): an ES256 key pair made for that account alone at sign-in.
+/// Its public half travels in every proof; its private half never leaves the process except
+/// sealed in the store with the account's tokens, and no API hands it out. A description names
+/// the key by its thumbprint only.
+public struct DPoPKey: Sendable, Hashable, CustomStringConvertible, CustomReflectable {
     private let key: P256.Signing.PrivateKey
 
     /// A new key.
@@ -33,7 +34,7 @@ package struct DPoPKey: Sendable, CustomStringConvertible, CustomReflectable {
 
     /// The JWK SHA-256 thumbprint (RFC 7638), base64url: what a provider puts in a bound token's
     /// `cnf.jkt` and accepts as `dpop_jkt`.
-    package var thumbprint: String {
+    public var thumbprint: String {
         let jwk = publicJWK
         // RFC 7638 §3.2: the required members in lexicographic order, no white space.
         let canonical = #"{"crv":"P-256","kty":"EC","x":"\#(jwk["x"] ?? "")","y":"\#(jwk["y"] ?? "")"}"#
@@ -46,10 +47,14 @@ package struct DPoPKey: Sendable, CustomStringConvertible, CustomReflectable {
     }
 
     /// Names the key by its thumbprint; the private half is never shown.
-    package var description: String { "DPoPKey(jkt: \(thumbprint))" }
+    public var description: String { "DPoPKey(jkt: \(thumbprint))" }
 
     /// What `dump` and debuggers show: the thumbprint, never the private half.
-    package var customMirror: Mirror { Mirror(self, children: ["jkt": thumbprint]) }
+    public var customMirror: Mirror { Mirror(self, children: ["jkt": thumbprint]) }
+
+    public static func == (lhs: DPoPKey, rhs: DPoPKey) -> Bool { lhs.rawRepresentation == rhs.rawRepresentation }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(thumbprint) }
 }
 
 /// One DPoP proof (RFC 9449 §4.2): a JWT signed with the account's key that shows a request comes

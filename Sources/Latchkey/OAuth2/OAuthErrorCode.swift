@@ -52,4 +52,9 @@ public struct OAuthErrorCode: RawRepresentable, Sendable, Hashable, Codable, Cus
     public static let consentRequired: Self = "consent_required"
     /// The provider needs the user to interact (OpenID Connect Core §3.1.2.6).
     public static let interactionRequired: Self = "interaction_required"
+    /// The DPoP proof lacks the server's current nonce, which the answer's `DPoP-Nonce` gives
+    /// (RFC 9449 §8 and §9).
+    public static let useDPoPNonce: Self = "use_dpop_nonce"
+    /// The DPoP proof is not valid (RFC 9449 §5.3).
+    public static let invalidDPoPProof: Self = "invalid_dpop_proof"
 }

@@ -8,7 +8,7 @@ public struct ProviderError: Error, Sendable, CustomStringConvertible {
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         private enum Base: String, Sendable, Hashable {
             case oauth, httpStatus, transport, invalidResponse, insecureEndpoint, missingEndpoint, idTokenRejected,
-                stateMismatch, timedOut, signInRequired, storage, unsupported, cancelled
+                stateMismatch, timedOut, signInRequired, storage, unsupported, cancelled, dpopKeyUnavailable
         }
 
         private let base: Base
@@ -33,6 +33,9 @@ public struct ProviderError: Error, Sendable, CustomStringConvertible {
         public static let timedOut = Code(base: .timedOut)
         /// The refresh token was rejected: the account must sign in again. Nothing was deleted.
         public static let signInRequired = Code(base: .signInRequired)
+        /// The credential's tokens are bound to a DPoP key (RFC 9449) that the store no longer
+        /// holds, or that does not open: that account must sign in again; no other is touched.
+        public static let dpopKeyUnavailable = Code(base: .dpopKeyUnavailable)
         /// The credential store failed (see ``ProviderError/underlying``, a ``StorageError``).
         public static let storage = Code(base: .storage)
         /// The provider does not support what was asked.
@@ -107,8 +110,9 @@ public struct ProviderError: Error, Sendable, CustomStringConvertible {
         oauthError == .invalidToken || (status == 401 && oauthError == nil) || tokenRejectedByProvider
     }
 
-    /// Whether the account must sign in again (its refresh token was rejected).
-    public var requiresSignIn: Bool { code == .signInRequired }
+    /// Whether the account must sign in again: its refresh token was rejected, or the key its
+    /// tokens are bound to is gone.
+    public var requiresSignIn: Bool { code == .signInRequired || code == .dpopKeyUnavailable }
 
     public var description: String {
         var parts = [reason]

@@ -31,6 +31,10 @@ public protocol IdentityProvider: Sendable {
     /// The signed-in user's claims.
     func userInfo(accessToken: String) async throws(ProviderError) -> [String: JSONValue]
 
+    /// The signed-in user's claims, asked for with the access token of `token` (and, for tokens
+    /// bound to the account's key, a DPoP proof).
+    func userInfo(for token: Token) async throws(ProviderError) -> [String: JSONValue]
+
     /// What the provider says about a token (RFC 7662).
     func introspect(_ value: String, kind: TokenKind) async throws(ProviderError) -> Introspection
 
@@ -69,6 +73,14 @@ extension IdentityProvider {
             try await verifyRefreshedIDToken(of: refreshed, previous: token)
         }
         return refreshed
+    }
+
+    /// The user's claims, asked for with `token`'s access token as a bearer token.
+    public func userInfo(for token: Token) async throws(ProviderError) -> [String: JSONValue] {
+        guard let accessToken = token.accessToken else {
+            throw ProviderError(.unsupported, endpoint: .userinfo, reason: "The credential has no access token.")
+        }
+        return try await userInfo(accessToken: accessToken)
     }
 
     public func globalSignOut(accessToken: String) async throws(ProviderError) {
@@ -131,8 +143,8 @@ extension IdentityProvider {
     /// many providers, or a provider that is OAuth only), so that the account has a name.
     /// `nil` when the token has an ID token, or userinfo cannot tell: the sign-in goes on.
     public func accountClaims(of token: Token) async -> [String: JSONValue]? {
-        guard token.idToken == nil, let accessToken = token.accessToken else { return nil }
-        return try? await userInfo(accessToken: accessToken)
+        guard token.idToken == nil, token.accessToken != nil else { return nil }
+        return try? await userInfo(for: token)
     }
 }
 

@@ -33,6 +33,9 @@ public struct Token: Sendable, Hashable {
     public var provider: ProviderIdentity
     /// Fields of the token response that Latchkey does not model, kept as they came.
     public var additionalFields: [String: JSONValue]
+    /// The key the tokens are bound to (DPoP, RFC 9449), or `nil` for bearer tokens. Its private
+    /// half is sealed with the tokens and never shown.
+    public var dpop: DPoPBinding?
 
     /// Creates a token from its parts.
     public init(
@@ -46,7 +49,8 @@ public struct Token: Sendable, Hashable {
         issuedAt: Date,
         expiresAt: Date? = nil,
         provider: ProviderIdentity,
-        additionalFields: [String: JSONValue] = [:]
+        additionalFields: [String: JSONValue] = [:],
+        dpop: DPoPBinding? = nil
     ) {
         self.accessToken = accessToken
         self.tokenType = tokenType
@@ -59,6 +63,7 @@ public struct Token: Sendable, Hashable {
         self.expiresAt = expiresAt
         self.provider = provider
         self.additionalFields = additionalFields
+        self.dpop = dpop
     }
 
     /// Creates a token from a decoded token response, received at `issuedAt`.
@@ -193,6 +198,7 @@ extension Token: CustomStringConvertible, CustomDebugStringConvertible, CustomRe
         parts.append("tokens: [\(TokenKind.allCases.filter(kinds.contains).map(\.rawValue).joined(separator: ", "))]")
         if let scope { parts.append("scope: \(scope)") }
         if let expiresAt { parts.append("expiresAt: \(expiresAt.formatted(.iso8601))") }
+        if let dpop { parts.append("dpop: \(dpop.thumbprint)\(dpop.isKeyAvailable ? "" : " (key missing)")") }
         return "Token(\(parts.joined(separator: ", ")))"
     }
 
@@ -206,6 +212,7 @@ extension Token: CustomStringConvertible, CustomDebugStringConvertible, CustomRe
             children: [
                 "tokenType": tokenType, "provider": provider, "kinds": kinds.map(\.rawValue).sorted(),
                 "scopes": scopes as Any, "issuedAt": issuedAt, "expiresAt": expiresAt as Any,
+                "dpop": dpop as Any,
             ],
             displayStyle: .struct
         )
@@ -225,6 +232,8 @@ extension Token: Codable {
         case expiresAt = "expires_at"
         case provider
         case additionalFields = "additional_fields"
+        case dpopThumbprint = "dpop_jkt"
+        case dpopKey = "dpop_key"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -240,6 +249,13 @@ extension Token: Codable {
         expiresAt = try container.decodeIfPresent(Date.self, forKey: .expiresAt)
         provider = try container.decode(ProviderIdentity.self, forKey: .provider)
         additionalFields = try container.decodeIfPresent([String: JSONValue].self, forKey: .additionalFields) ?? [:]
+        if let thumbprint = try container.decodeIfPresent(String.self, forKey: .dpopThumbprint) {
+            // A key that is missing or is no key leaves the binding without it: the account must
+            // sign in again, and nothing else is lost.
+            let key = (try? container.decodeIfPresent(String.self, forKey: .dpopKey))
+                .flatMap { Base64URL.decode($0) }.flatMap { DPoPKey(rawRepresentation: $0) }
+            dpop = DPoPBinding(thumbprint: thumbprint, key: key)
+        }
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -255,6 +271,10 @@ extension Token: Codable {
         try container.encodeIfPresent(expiresAt, forKey: .expiresAt)
         try container.encode(provider, forKey: .provider)
         if !additionalFields.isEmpty { try container.encode(additionalFields, forKey: .additionalFields) }
+        if let dpop {
+            try container.encode(dpop.thumbprint, forKey: .dpopThumbprint)
+            try container.encodeIfPresent(dpop.key.map { Base64URL.encode($0.rawRepresentation) }, forKey: .dpopKey)
+        }
     }
 }
 

@@ -64,6 +64,7 @@ struct Endpoints: Sendable {
             "revocation_endpoint_auth_methods_supported": ["none", "client_secret_basic", "client_secret_post"],
             "introspection_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
             "code_challenge_methods_supported": ["S256"],
+            "dpop_signing_alg_values_supported": ["ES256"],
             "prompt_values_supported": ["none", "login"],
             "authorization_response_iss_parameter_supported": true,
             "frontchannel_logout_supported": false,
@@ -104,29 +105,30 @@ struct Endpoints: Sendable {
         guard client.grantTypes.contains(grantType) else {
             throw OAuthFailure.unauthorizedClient("The client may not use the grant type \(grantType).")
         }
+        let jkt = try await proofThumbprint(request, context, endpoint: .token, refusal: \.atTokenEndpoint)
         let answer: ProviderState.TokenAnswer
         let issuer = await issuer(context)
         switch grantType {
         case "authorization_code":
             answer = try await state.exchangeCode(
                 try form.required("code"), client: client, redirectURI: try form["redirect_uri"],
-                verifier: try form["code_verifier"], issuer: issuer)
+                verifier: try form["code_verifier"], issuer: issuer, jkt: jkt)
         case "refresh_token":
             let scopes = try form["scope"].map(Self.scopes)
             answer = try await state.refresh(
-                try form.required("refresh_token"), client: client, scopes: scopes, issuer: issuer)
+                try form.required("refresh_token"), client: client, scopes: scopes, issuer: issuer, jkt: jkt)
         case "password":
             let scopes = try validScopes(try form["scope"], client: client)
             answer = try await state.passwordGrant(
                 client: client, username: try form.required("username"), password: try form.required("password"),
-                scopes: scopes, issuer: issuer)
+                scopes: scopes, issuer: issuer, jkt: jkt)
         default:
             guard context.issuerPath.isEmpty else {
                 throw OAuthFailure("unsupported_grant_type", "The realm has no device flow.")
             }
-            answer = try await state.pollDevice(try form.required("device_code"), client: client)
+            answer = try await state.pollDevice(try form.required("device_code"), client: client, jkt: jkt)
         }
-        return Reply.json(answer.mapValues(Self.jsonValue))
+        return await withDPoPNonce(Reply.json(answer.mapValues(Self.jsonValue)))
     }
 
     static func scopes(_ text: String) -> [String] {
@@ -168,12 +170,13 @@ struct Endpoints: Sendable {
     // MARK: Userinfo (OpenID Connect Core §5.3) and global sign-out
 
     func userinfo(_ request: Request, _ context: ProviderContext) async throws -> Response {
-        let grant = try await state.authorize(accessToken: try bearerToken(request))
+        let token = try await provenAccessToken(request, context, endpoint: .userinfo)
+        let grant = try await state.authorize(accessToken: token)
         guard let user = configuration.user(named: grant.username) else {
             throw OAuthFailure.invalidToken("The access token is not valid.")
         }
         let claims = await state.profileClaims(user: user, scopes: grant.scopes)
-        return Reply.json(claims.mapValues(Self.jsonValue))
+        return await withDPoPNonce(Reply.json(claims.mapValues(Self.jsonValue)))
     }
 
     func globalSignOut(_ request: Request, _ context: ProviderContext) async throws -> Response {
@@ -199,6 +202,7 @@ struct Endpoints: Sendable {
         case .decimal(let value): value
         case .strings(let value): value
         case .bool(let value): value
+        case .object(let value): value.mapValues(jsonValue)
         }
     }
 

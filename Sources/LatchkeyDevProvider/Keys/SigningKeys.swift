@@ -11,6 +11,8 @@ enum Claim: Sendable, Codable, Hashable {
     case decimal(Double)
     case strings([String])
     case bool(Bool)
+    /// An object of claims (`cnf`, RFC 7800).
+    indirect case object([String: Claim])
 
     init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
@@ -20,8 +22,10 @@ enum Claim: Sendable, Codable, Hashable {
             self = .bool(value)
         } else if let value = try? container.decode(String.self) {
             self = .string(value)
+        } else if let value = try? container.decode([String].self) {
+            self = .strings(value)
         } else {
-            self = .strings(try container.decode([String].self))
+            self = .object(try container.decode([String: Claim].self))
         }
     }
 
@@ -33,6 +37,7 @@ enum Claim: Sendable, Codable, Hashable {
         case .decimal(let value): try container.encode(value)
         case .strings(let value): try container.encode(value)
         case .bool(let value): try container.encode(value)
+        case .object(let value): try container.encode(value)
         }
     }
 

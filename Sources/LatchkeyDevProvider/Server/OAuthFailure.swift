@@ -11,6 +11,8 @@ struct OAuthFailure: Error, HTTPResponseError {
     var description: String
     var status: HTTPResponse.Status
     var challenge: String?
+    /// The nonce the next DPoP proof must carry (RFC 9449 §8), sent as `DPoP-Nonce`.
+    var dpopNonce: String?
 
     init(_ error: String, _ description: String, status: HTTPResponse.Status = .badRequest, challenge: String? = nil) {
         self.error = error
@@ -44,6 +46,7 @@ struct OAuthFailure: Error, HTTPResponseError {
     func response(from request: Request, context: some RequestContext) throws -> Response {
         var response = Reply.json(["error": error, "error_description": description], status: status)
         if let challenge { response.headers[.wwwAuthenticate] = challenge }
+        if let dpopNonce, let name = HTTPField.Name("DPoP-Nonce") { response.headers[name] = dpopNonce }
         return response
     }
 }

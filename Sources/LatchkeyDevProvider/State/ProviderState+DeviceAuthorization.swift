@@ -41,7 +41,9 @@ extension ProviderState {
         return true
     }
 
-    func pollDevice(_ deviceCode: String, client: DevProviderConfiguration.Client) async throws -> TokenAnswer {
+    func pollDevice(_ deviceCode: String, client: DevProviderConfiguration.Client, jkt: String? = nil) async throws
+        -> TokenAnswer
+    {
         guard var request = deviceRequests[deviceCode], request.clientID == client.clientID else {
             throw OAuthFailure.invalidGrant("The device code is not valid.")
         }
@@ -66,7 +68,8 @@ extension ProviderState {
         case .approved(let username, let sid):
             request.status = .consumed
             let grantID = newGrant(
-                issuer: issuer, clientID: client.clientID, username: username, scopes: request.scopes, sid: sid)
+                issuer: issuer, clientID: client.clientID, username: username, scopes: request.scopes, sid: sid,
+                jkt: jkt)
             deviceRequests[deviceCode] = request
             return try await issueTokens(grantID: grantID, nonce: nil, newDeviceSecret: true)
         }

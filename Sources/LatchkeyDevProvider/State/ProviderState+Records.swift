@@ -20,6 +20,8 @@ extension ProviderState {
         var scopes: [String]
         var sid: String
         var revoked = false
+        /// The thumbprint of the DPoP key the grant's tokens are bound to (RFC 9449), if any.
+        var jkt: String?
     }
 
     struct AccessRecord {

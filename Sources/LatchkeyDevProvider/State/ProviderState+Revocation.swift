@@ -61,8 +61,9 @@ extension ProviderState {
                 return ["active": .bool(false)]
             }
             var answer = description(of: grant, issued: record.issuedAt, expires: record.expiresAt)
-            answer["token_type"] = .string("Bearer")
+            answer["token_type"] = .string(grant.jkt == nil ? "Bearer" : "DPoP")
             answer["jti"] = .string(jti)
+            if let jkt = grant.jkt { answer["cnf"] = .object(["jkt": .string(jkt)]) }
             return answer
         case .refresh(let record):
             guard let grant = grants[record.grantID], !grant.revoked, !record.retired, record.expiresAt > date,
@@ -70,6 +71,7 @@ extension ProviderState {
             else { return ["active": .bool(false)] }
             var answer = description(of: grant, issued: record.issuedAt, expires: record.expiresAt)
             answer["token_type"] = .string("refresh_token")
+            if let jkt = grant.jkt { answer["cnf"] = .object(["jkt": .string(jkt)]) }
             return answer
         case .deviceSecret(let record):
             guard !record.revoked, record.expiresAt > date, let user = configuration.user(named: record.username) else {

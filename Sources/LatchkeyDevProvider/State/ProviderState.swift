@@ -29,6 +29,13 @@ actor ProviderState {
     var codes: [String: AuthorizationCode] = [:]
     var deviceRequests: [String: DeviceRequest] = [:]  // device code → request
     var userCodes: [String: String] = [:]  // user code → device code
+    /// DPoP (RFC 9449): the nonce proofs must carry, when `dpopNonceRotation` requires one
+    /// (a new nonce after that many accepted proofs), and the proof ids already seen.
+    var dpopNonceRotation: Int?
+    var dpopNonce = ProviderState.randomToken(bytes: 12)
+    var dpopNonceUses = 0
+    var dpopChallengesToForce = 0
+    var seenProofIDs: [String: Date] = [:]
 
     init(
         configuration: DevProviderConfiguration, signingKeys: DevProviderSigningKeys,
@@ -100,7 +107,9 @@ actor ProviderState {
     }
 
     func exchangeCode(
-        _ code: String, client: DevProviderConfiguration.Client, redirectURI: String?, verifier: String?, issuer: String
+        _ code: String, client: DevProviderConfiguration.Client, redirectURI: String?, verifier: String?,
+        issuer: String,
+        jkt: String? = nil
     ) async throws -> TokenAnswer {
         guard var record = codes[code], record.clientID == client.clientID, record.issuer == issuer else {
             throw OAuthFailure.invalidGrant("The authorization code is not valid.")
@@ -132,7 +141,7 @@ actor ProviderState {
         }
         let grantID = newGrant(
             issuer: issuer, clientID: client.clientID, username: record.username, scopes: record.scopes,
-            sid: record.sid)
+            sid: record.sid, jkt: jkt)
         codes[code]?.grantID = grantID
         return try await issueTokens(grantID: grantID, nonce: record.nonce, newDeviceSecret: true)
     }
@@ -140,20 +149,22 @@ actor ProviderState {
     // MARK: Grants
 
     func passwordGrant(
-        client: DevProviderConfiguration.Client, username: String, password: String, scopes: [String], issuer: String
+        client: DevProviderConfiguration.Client, username: String, password: String, scopes: [String], issuer: String,
+        jkt: String? = nil
     ) async throws -> TokenAnswer {
         guard let user = checkPassword(username: username, password: password) else {
             throw OAuthFailure.invalidGrant("The username or password is wrong.")
         }
         let sid = startSession(username: user.username)
         let grantID = newGrant(
-            issuer: issuer, clientID: client.clientID, username: user.username, scopes: scopes, sid: sid)
+            issuer: issuer, clientID: client.clientID, username: user.username, scopes: scopes, sid: sid, jkt: jkt)
         return try await issueTokens(
             grantID: grantID, nonce: nil, newDeviceSecret: true, idToken: configuration.passwordGrantIssuesIDToken)
     }
 
     func refresh(
-        _ refreshToken: String, client: DevProviderConfiguration.Client, scopes requested: [String]?, issuer: String
+        _ refreshToken: String, client: DevProviderConfiguration.Client, scopes requested: [String]?, issuer: String,
+        jkt: String? = nil
     ) async throws -> TokenAnswer {
         guard let record = refreshTokens[refreshToken], var grant = grants[record.grantID],
             grant.clientID == client.clientID, grant.issuer == issuer
@@ -165,6 +176,11 @@ actor ProviderState {
             }
             revokeGrant(grant.id)
             throw OAuthFailure.invalidGrant("The refresh token was already used; the grant is revoked.")
+        }
+        if let bound = grant.jkt, bound != jkt {
+            // RFC 9449 §5: a bound refresh token goes only with a proof of its key; not spent.
+            throw DPoPRefusal("The refresh token is bound to another DPoP key than the proof's (or no proof).")
+                .atTokenEndpoint
         }
         guard !grant.revoked, record.expiresAt > now() else {
             throw OAuthFailure.invalidGrant("The refresh token has expired or was revoked.")
@@ -207,11 +223,12 @@ actor ProviderState {
         }
     }
 
-    func newGrant(issuer: String, clientID: String, username: String, scopes: [String], sid: String)
-        -> String
-    {
+    func newGrant(
+        issuer: String, clientID: String, username: String, scopes: [String], sid: String, jkt: String? = nil
+    ) -> String {
         let id = Self.randomToken(bytes: 12)
-        grants[id] = Grant(id: id, issuer: issuer, clientID: clientID, username: username, scopes: scopes, sid: sid)
+        grants[id] = Grant(
+            id: id, issuer: issuer, clientID: clientID, username: username, scopes: scopes, sid: sid, jkt: jkt)
         return id
     }
 
@@ -230,7 +247,7 @@ actor ProviderState {
             grantID: grantID, expiresAt: issued.addingTimeInterval(TimeInterval(lifetime)), issuedAt: issued)
         grantTokens[grantID, default: ([], [])].jtis.append(jti)
         var answer: TokenAnswer = [
-            "token_type": .string("Bearer"), "expires_in": .number(lifetime),
+            "token_type": .string(grant.jkt == nil ? "Bearer" : "DPoP"), "expires_in": .number(lifetime),
             "scope": .string(grant.scopes.joined(separator: " ")),
         ]
         if grant.scopes.contains("offline_access") && client.grantTypes.contains("refresh_token") {
@@ -258,13 +275,14 @@ actor ProviderState {
             answer["device_secret"] = .string(secret)
         }
         let iat = Int(issued.timeIntervalSince1970)
-        let accessClaims: [String: Claim] = [
+        var accessClaims: [String: Claim] = [
             "iss": .string(grant.issuer), "sub": .string(user.sub), "aud": .string(grant.issuer),
             "client_id": .string(client.clientID),
             "iat": .number(iat), "exp": .number(iat + lifetime), "jti": .string(jti),
             "scope": .string(grant.scopes.joined(separator: " ")), "sid": .string(session.sid),
             "auth_time": .number(Int(session.authTime.timeIntervalSince1970)),
         ]
+        if let jkt = grant.jkt { accessClaims["cnf"] = .object(["jkt": .string(jkt)]) }
         let accessToken = try await keys.sign(ClaimSet(accessClaims), algorithm: "RS256", type: "at+jwt")
         accessTokenIDs[accessToken] = jti
         answer["access_token"] = .string(accessToken)

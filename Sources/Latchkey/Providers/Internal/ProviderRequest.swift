@@ -16,6 +16,8 @@ struct ProviderRequest: Sendable {
     /// The provider's name for the operation, when its wire protocol has one (Cognito's
     /// `X-Amz-Target`), for its refusals.
     var operation: String?
+    /// The DPoP proof the request carries, when the credential is bound to a key (RFC 9449).
+    var proof: DPoPSigning?
 
     init(
         _ endpoint: EndpointKind, _ http: HTTPRequest, body: Data? = nil, secrets: [String] = [],

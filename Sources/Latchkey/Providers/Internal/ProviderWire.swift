@@ -19,8 +19,18 @@ struct ProviderWire: Sendable {
     /// request's secrets out of what it keeps.
     let refusal: @Sendable (ProviderRequest, HTTPTransportResponse, Date) -> ProviderError
 
-    /// Sends `request` and returns the answer, whatever its status.
+    /// Sends `request` and returns the answer, whatever its status. A request with a DPoP proof
+    /// answers the server's nonce challenge once (``DPoPSigning/send(_:_:)``).
     func send(_ request: ProviderRequest) async throws(ProviderError) -> HTTPTransportResponse {
+        guard let proof = request.proof else { return try await transmit(request) }
+        return try await proof.send(request.http) { http async throws(ProviderError) in
+            var signed = request
+            signed.http = http
+            return try await transmit(signed)
+        }
+    }
+
+    private func transmit(_ request: ProviderRequest) async throws(ProviderError) -> HTTPTransportResponse {
         let kind = request.endpoint
         guard let url = request.http.url, EndpointSecurity.isAcceptable(url) else {
             throw ProviderError(

@@ -30,6 +30,16 @@ extension OpenIDProvider {
         try await wire.json(.get(.userinfo, try await endpoint(.userinfo), bearer: accessToken))
     }
 
+    /// The user's claims, with a DPoP proof when the access token is bound to the account's key.
+    public func userInfo(for token: Token) async throws(ProviderError) -> [String: JSONValue] {
+        guard let accessToken = token.accessToken else {
+            throw ProviderError(.unsupported, endpoint: .userinfo, reason: "The credential has no access token.")
+        }
+        var request = ProviderRequest.get(.userinfo, try await endpoint(.userinfo), bearer: accessToken)
+        if token.tokenType.lowercased() == "dpop" { request.proof = try proof(for: token, carrying: accessToken) }
+        return try await wire.json(request)
+    }
+
     // MARK: Sign-out
 
     /// Global sign-out through the provider's own endpoint (Latchkey's development provider

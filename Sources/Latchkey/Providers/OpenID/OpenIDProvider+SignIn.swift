@@ -132,7 +132,7 @@ extension OpenIDProvider {
             [
                 ("grant_type", "authorization_code"), ("code", code),
                 ("redirect_uri", request.redirectURI.absoluteString), ("code_verifier", request.codeVerifier),
-            ], nonce: request.nonce, verifyingIDToken: verifyingIDToken)
+            ], nonce: request.nonce, verifyingIDToken: verifyingIDToken, proofKey: try await signInProofKey())
     }
 
     // MARK: Device authorization grant (RFC 8628)
@@ -164,6 +164,7 @@ extension OpenIDProvider {
     /// Polls the token endpoint until the user approves, denies, or the code expires.
     public func completeDeviceAuthorization(_ authorization: DeviceAuthorization) async throws(ProviderError) -> Token {
         var interval = max(authorization.interval, 1)
+        let proofKey = try await signInProofKey()
         while true {
             guard now() < authorization.expiresAt else {
                 throw ProviderError(
@@ -176,10 +177,11 @@ extension OpenIDProvider {
                 throw ProviderError(.cancelled, reason: "Waiting for the device sign-in was cancelled.")
             }
             do {
-                return try await tokenRequest([
-                    ("grant_type", "urn:ietf:params:oauth:grant-type:device_code"),
-                    ("device_code", authorization.deviceCode),
-                ])
+                return try await tokenRequest(
+                    [
+                        ("grant_type", "urn:ietf:params:oauth:grant-type:device_code"),
+                        ("device_code", authorization.deviceCode),
+                    ], proofKey: proofKey)
             } catch {
                 switch error.oauthError {
                 case .authorizationPending?:

@@ -4,15 +4,23 @@ import Logging
 extension OpenIDProvider {
     /// Sends a token request and turns the answer into a ``Token`` whose ID token (if any) was verified.
     ///
-    /// - Parameter verifyingIDToken: `false` for a refresh, whose ID token is verified only after
-    ///   the answer was stored (see ``IdentityProvider/verifyRefreshedIDToken(of:previous:)``).
+    /// - Parameters:
+    ///   - verifyingIDToken: `false` for a refresh, whose ID token is verified only after the
+    ///     answer was stored (see ``IdentityProvider/verifyRefreshedIDToken(of:previous:)``).
+    ///   - proofKey: a sign-in's new DPoP key; a refresh signs with `previous`'s.
     func tokenRequest(
-        _ form: [(String, String)], nonce: String? = nil, previous: Token? = nil, verifyingIDToken: Bool = true
+        _ form: [(String, String)], nonce: String? = nil, previous: Token? = nil, verifyingIDToken: Bool = true,
+        proofKey: DPoPKey? = nil
     ) async throws(ProviderError) -> Token {
-        let fields = try await wire.json(
-            .form(
-                .token, try await endpoint(.token), form, clientID: configuration.clientID,
-                authentication: configuration.authentication(for: .token), secrets: form.map(\.1)))
+        var request = ProviderRequest.form(
+            .token, try await endpoint(.token), form, clientID: configuration.clientID,
+            authentication: configuration.authentication(for: .token), secrets: form.map(\.1))
+        if let previous {
+            request.proof = try proof(for: previous)
+        } else if let proofKey {
+            request.proof = DPoPSigning(key: proofKey, nonces: dpopNonces, clock: clock)
+        }
+        let fields = try await wire.json(request)
         let response: TokenResponse
         do {
             response = try TokenResponse(fields: fields)
@@ -44,8 +52,9 @@ extension OpenIDProvider {
                     .idTokenRejected, endpoint: .token, reason: "The ID token does not carry the nonce sent.")
             }
         }
-        var token = Token(response: response, issuedAt: now(), provider: identity)
+        var token = try await bind(Token(response: response, issuedAt: now(), provider: identity), to: proofKey)
         if let previous {
+            token.dpop = previous.dpop
             // A refresh answer may leave out what did not change (RFC 6749 §6, OIDC Core §12.2).
             token.refreshToken = token.refreshToken ?? previous.refreshToken
             token.idToken = token.idToken ?? previous.idToken
@@ -69,10 +78,11 @@ extension OpenIDProvider {
                     "The password grant is off for this provider (RFC 9700 §2.4: it must not be used). Sign in through the browser or with a device code; for scripts and tests, turn it on with allowsPasswordGrant."
             )
         }
-        return try await tokenRequest([
-            ("grant_type", "password"), ("username", username), ("password", password),
-            ("scope", (scopes ?? configuration.scopes).joined(separator: " ")),
-        ])
+        return try await tokenRequest(
+            [
+                ("grant_type", "password"), ("username", username), ("password", password),
+                ("scope", (scopes ?? configuration.scopes).joined(separator: " ")),
+            ], proofKey: try await signInProofKey())
     }
 
     /// Fetches the metadata, and the JWKS when a new ID token may come back, before a refresh.

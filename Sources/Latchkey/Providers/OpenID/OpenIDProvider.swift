@@ -30,6 +30,8 @@ public actor OpenIDProvider: IdentityProvider {
     private nonisolated let supplement = CachedValue<[EndpointKind: URL], ProviderError>()
     /// The ID-token checks, with this provider's key set, made on first use.
     private var idTokenChecks: IDTokenChecks?
+    /// The nonces the provider gave for DPoP proofs.
+    nonisolated let dpopNonces = DPoPNonces()
 
     /// Creates a provider; discovery happens on first use (or pass `metadata` to skip it).
     ///

@@ -25,6 +25,9 @@ public struct OpenIDProviderConfiguration: Sendable, Hashable {
     /// RFC 9700 §2.4 says the resource owner password grant must not be used; it stays for
     /// scripts and tests against providers of one's own.
     public var allowsPasswordGrant: Bool
+    /// Whether tokens are bound to a key of the account's own (DPoP, RFC 9449): never (the
+    /// default), when the provider advertises it, or always.
+    public var dpop: DPoPPolicy
 
     /// Creates a configuration.
     public init(
@@ -37,7 +40,8 @@ public struct OpenIDProviderConfiguration: Sendable, Hashable {
         idTokenAlgorithms: Set<JWSAlgorithm> = IDTokenVerifier.defaultAlgorithms,
         leeway: TimeInterval = 60,
         requestOptions: HTTPTransportOptions = HTTPTransportOptions(),
-        allowsPasswordGrant: Bool = false
+        allowsPasswordGrant: Bool = false,
+        dpop: DPoPPolicy = .never
     ) {
         self.issuer = issuer
         self.clientID = clientID
@@ -49,10 +53,22 @@ public struct OpenIDProviderConfiguration: Sendable, Hashable {
         self.leeway = leeway
         self.requestOptions = requestOptions
         self.allowsPasswordGrant = allowsPasswordGrant
+        self.dpop = dpop
     }
 
     /// The client authentication used at `endpoint`.
     public func authentication(for endpoint: EndpointKind) -> ClientAuthentication {
         endpointAuthentication[endpoint] ?? authentication
     }
+}
+
+/// When a sign-in binds the account's tokens to a key of its own (DPoP, RFC 9449).
+public enum DPoPPolicy: String, Sendable, Hashable, Codable, CaseIterable {
+    /// Bearer tokens: no key, no proofs.
+    case never
+    /// A key when the provider's metadata lists ES256 in `dpop_signing_alg_values_supported`.
+    case whenAdvertised = "when-advertised"
+    /// Always a key; a sign-in whose tokens the provider did not bind is refused (and its tokens
+    /// revoked).
+    case required
 }

@@ -47,4 +47,10 @@ public struct ProviderMetadata: Sendable, Hashable {
         guard case .array(let values) = fields["grant_types_supported"] else { return [] }
         return values.compactMap(\.stringValue)
     }
+
+    /// The DPoP proof algorithms the provider takes (RFC 9449 §5.1); empty when it lists none.
+    public var dpopSigningAlgorithms: [String] {
+        guard case .array(let values) = fields["dpop_signing_alg_values_supported"] else { return [] }
+        return values.compactMap(\.stringValue)
+    }
 }

@@ -1,0 +1,171 @@
+import Foundation
+import HTTPTypes
+import Latchkey
+import LatchkeyDevProvider
+import LatchkeyTestSupport
+import Testing
+
+/// Tokens bound to the account's own key (DPoP, RFC 9449), against the development provider,
+/// whose checks of a proof share no code with the client's proofs.
+@Suite("DPoP")
+struct DPoPTests {
+    static func signIn(_ harness: Harness, _ username: String = "alice") async throws -> Credential {
+        try await harness.provider.signIn(
+            .password(username: username, password: "\(username)-password"), into: harness.store)
+    }
+
+    static func bound(_ configuration: inout OpenIDProviderConfiguration) { configuration.dpop = .required }
+
+    @Test("a sign-in binds the tokens to a key of the account's own, and every request proves it")
+    func binds() async throws {
+        try await withHarness(.dev, tweak: Self.bound) { harness in
+            let alice = try await Self.signIn(harness)
+            let bob = try await Self.signIn(harness, "bob")
+            let token = try await alice.token
+            #expect(token.tokenType == "DPoP")
+            let binding = try #require(token.dpop)
+            #expect(binding.isKeyAvailable)
+            #expect(try await bob.token.dpop?.thumbprint != binding.thumbprint)
+            // The provider bound the access and refresh tokens to that key.
+            let access = try await harness.inspector.introspect(try #require(token.accessToken), kind: .accessToken)
+            let refresh = try await harness.inspector.introspect(try #require(token.refreshToken), kind: .refreshToken)
+            #expect(access.fields["token_type"] == .string("DPoP"))
+            #expect(access.fields["cnf"] == .object(["jkt": .string(binding.thumbprint)]))
+            #expect(refresh.fields["cnf"] == .object(["jkt": .string(binding.thumbprint)]))
+
+            #expect(try await alice.userInfo()["preferred_username"] == .string("alice"))
+            let dev = try #require(harness.dev)
+            let request = HTTPRequest(method: .get, url: dev.url(.userinfo))
+            let authorized = try await alice.authorized(request)
+            let accessToken = try await alice.accessToken()
+            #expect(authorized.headerFields[.authorization] == "DPoP \(accessToken)")
+            #expect(authorized.headerFields[HTTPField.Name("DPoP")!] != nil)
+            #expect(try await alice.send(request, through: transport).response.status == .ok)
+            // A refresh proves the key too, and keeps the binding.
+            let refreshed = try await alice.refresh()
+            #expect(refreshed.dpop == binding)
+            #expect(refreshed.tokenType == "DPoP")
+            #expect(try await alice.userInfo()["preferred_username"] == .string("alice"))
+            #expect(dev.faults.count("dpop.refused") == 0)
+        }
+    }
+
+    @Test("a stolen access token is refused without the key, and a stolen refresh token cannot refresh")
+    func stolenTokens() async throws {
+        try await withHarness(.dev, tweak: Self.bound) { harness in
+            let alice = try await Self.signIn(harness)
+            let token = try await alice.token
+            let accessToken = try #require(token.accessToken)
+            // As a bearer token.
+            await #expect(throws: ProviderError.self) { try await harness.provider.userInfo(accessToken: accessToken) }
+            // With a proof of another key: the thief's own sign-in.
+            let thief = try await Self.signIn(harness, "bob")
+            var stolen = try await thief.token
+            stolen.accessToken = accessToken
+            let refused = await #expect(throws: ProviderError.self) {
+                try await harness.provider.userInfo(for: stolen)
+            }
+            #expect(refused?.status == 401)
+            // The refresh token, with the thief's key: refused, and not spent.
+            stolen.refreshToken = token.refreshToken
+            let refusal = await #expect(throws: ProviderError.self) {
+                try await harness.provider.exchangeRefreshToken(of: stolen)
+            }
+            #expect(refusal?.oauthError == .invalidDPoPProof)
+            stolen.dpop = nil
+            await #expect(throws: ProviderError.self) { try await harness.provider.exchangeRefreshToken(of: stolen) }
+            try await alice.refresh()
+            #expect(try await alice.userInfo()["preferred_username"] == .string("alice"))
+        }
+    }
+
+    @Test("a nonce challenge is answered once with the new nonce, and never a second time")
+    func nonces() async throws {
+        try await withHarness(.dev, tweak: Self.bound) { harness in
+            let dev = try #require(harness.dev)
+            await dev.requireDPoPNonces(rotatingAfter: 1)
+            // The first proof has no nonce: challenged once, then accepted.
+            let alice = try await Self.signIn(harness)
+            #expect(dev.faults.count("dpop.refused") == 1)
+            // Nonces given beside answers are kept: a nonce that rotates on every use costs no
+            // challenge.
+            for _ in 0..<3 { _ = try await alice.userInfo() }
+            try await alice.refresh()
+            #expect(dev.faults.count("dpop.refused") == 1)
+            // A nonce gone stale under a request: one more try with the new one.
+            await dev.forceDPoPNonceChallenges(1)
+            _ = try await alice.userInfo()
+            #expect(dev.faults.count("dpop.refused") == 2)
+            // Two in a row: the second challenge is the answer, not a loop.
+            await dev.forceDPoPNonceChallenges(2)
+            let error = await #expect(throws: ProviderError.self) { try await alice.userInfo() }
+            #expect(error?.oauthError == .useDPoPNonce)
+            #expect(dev.faults.count("dpop.refused") == 4)
+            await dev.forceDPoPNonceChallenges(2)
+            let tokenError = await #expect(throws: ProviderError.self) { try await alice.refresh() }
+            #expect(tokenError?.oauthError == .useDPoPNonce)
+            #expect(dev.faults.count("dpop.refused") == 6)
+            // The refresh token was not spent: the next refresh goes through.
+            try await alice.refresh()
+        }
+    }
+
+    @Test("one account's key destroyed: that account must sign in again, and the other keeps working")
+    func lostKey() async throws {
+        try await withHarness(.dev, tweak: Self.bound) { harness in
+            let alice = try await Self.signIn(harness)
+            let bob = try await Self.signIn(harness, "bob")
+            // Alice's key goes missing from her sealed record (a store written by a build that
+            // lost it, say); nothing else changes.
+            var stored = try #require(try await harness.store.storage.credential(for: alice.id))
+            var json = try #require(
+                try JSONSerialization.jsonObject(with: JSONEncoder().encode(stored.token)) as? [String: Any])
+            json["dpop_key"] = nil
+            stored.token = try JSONDecoder().decode(Token.self, from: JSONSerialization.data(withJSONObject: json))
+            #expect(stored.token.dpop?.isKeyAvailable == false)
+            #expect("\(stored.token)".contains("key missing"))
+            try await harness.store.storage.update(stored)
+
+            let refresh = await #expect(throws: ProviderError.self) { try await alice.refresh() }
+            #expect(refresh?.code == .dpopKeyUnavailable)
+            #expect(refresh?.requiresSignIn == true)
+            let dev = try #require(harness.dev)
+            let authorize = await #expect(throws: ProviderError.self) {
+                try await alice.authorized(HTTPRequest(method: .get, url: dev.url(.userinfo)))
+            }
+            #expect(authorize?.code == .dpopKeyUnavailable)
+            #expect(try await alice.stored().state.needsSignIn)
+            // Bob's account, and the store, are untouched.
+            try await bob.refresh()
+            #expect(try await bob.userInfo()["preferred_username"] == .string("bob"))
+            #expect(try await harness.store.accounts().count == 2)
+        }
+    }
+
+    @Test("a sign-out of bound tokens leaves none of them active")
+    func signOut() async throws {
+        try await withHarness(.dev, tweak: Self.bound) { harness in
+            let alice = try await Self.signIn(harness)
+            let token = try await alice.token
+            let result = await harness.store.signOut(.account(alice.id))
+            let complete = if case .complete = result { true } else { false }
+            #expect(complete, "the sign-out was \(result)")
+            #expect(try await harness.isActive(token.accessToken) == false)
+            let refresh = try await harness.inspector.introspect(try #require(token.refreshToken), kind: .refreshToken)
+            #expect(refresh.active == false)
+        }
+    }
+
+    @Test("when advertised: a provider that lists ES256 gets proofs; without DPoP, bearer tokens as before")
+    func policies() async throws {
+        try await withHarness(.dev, tweak: { $0.dpop = .whenAdvertised }) { harness in
+            let token = try await Self.signIn(harness).token
+            #expect(token.tokenType == "DPoP")
+        }
+        try await withHarness(.dev) { harness in
+            let token = try await Self.signIn(harness).token
+            #expect(token.tokenType == "Bearer")
+            #expect(token.dpop == nil)
+        }
+    }
+}
