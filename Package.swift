@@ -155,7 +155,9 @@ let package = Package(
         // A helper the tests start as a separate process (two writers, SIGKILL rounds).
         .executableTarget(
             name: "latchkey-store-worker",
-            dependencies: ["Latchkey", "LatchkeySQLite"],
+            dependencies: [
+                "Latchkey", "LatchkeySQLite", "LatchkeyHTTP", .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
             path: "Tests/StoreWorker",
             swiftSettings: strictSettings
         ),

@@ -103,6 +103,20 @@ enum CredentialChecks {
         #expect(error?.code == .credentialNotFound)
         #expect(try await storage.defaultCredentialID() == nil)
     }
+
+    /// A storage that shares DPoP nonces keeps the latest per server; one that does not is not
+    /// asked to.
+    static func dpopNonces(_ storage: Storage) async throws {
+        guard let nonces = storage as? any DPoPNonceStorage else { return }
+        #expect(try await nonces.dpopNonce(for: "https://a.example") == nil)
+        try await nonces.setDPoPNonce("n1", for: "https://a.example")
+        try await nonces.setDPoPNonce("m1", for: "client@https://b.example https://b.example")
+        try await nonces.setDPoPNonce("n2", for: "https://a.example")
+        #expect(try await nonces.dpopNonce(for: "https://a.example") == "n2")
+        #expect(try await nonces.dpopNonce(for: "client@https://b.example https://b.example") == "m1")
+        #expect(try await storage.all().isEmpty)
+        #expect(try await storage.defaultCredentialID() == nil)
+    }
 }
 
 /// The checks of `OutboxStorage`.

@@ -50,6 +50,9 @@ public enum StorageContract {
         Check(
             name: "deleting the default clears it; deleting another keeps it", body: CredentialChecks.deleteAndDefault),
         Check(name: "setting the default, even to nil, removes nothing", body: CredentialChecks.defaultAssignment),
+        Check(
+            name: "DPoP nonces are kept per server, replaced, and beside no credential",
+            body: CredentialChecks.dpopNonces),
     ]
 
     /// The checks of the credential lease: each rule of `LeaseTerms`, with a clock the checks

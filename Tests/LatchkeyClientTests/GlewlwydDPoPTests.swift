@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Latchkey
+import LatchkeySQLite
 import LatchkeyTestSupport
 import Testing
 
@@ -67,6 +68,56 @@ struct GlewlwydDPoPTests {
             #expect(try await harness.isActive(token.accessToken) == false)
             let refresh = try await harness.inspector.introspect(try #require(token.refreshToken), kind: .refreshToken)
             #expect(refresh.active == false)
+        }
+    }
+
+    /// The issue asked for every call to succeed here. No client that answers a challenge once
+    /// can promise that: Glewlwyd's one nonce per client changes after every second accepted
+    /// proof, so while eight processes call at once, a retry's fresh nonce is often spent by two
+    /// other processes before it arrives (about one call in four in our runs, with or without
+    /// the store sharing nonces). What holds, and is tested: one refresh for all eight, no call
+    /// sends more than one retry, and every failed call failed on a second nonce challenge.
+    @Test(
+        "8 processes refresh and call userinfo at once with a nonce that changes every second proof: one refresh, and no call retries more than once"
+    )
+    func processes() async throws {
+        try await AsyncGate.glewlwyd.run {
+            let environment = try Glewlwyd.require()
+            let folder = try TemporaryFolder()
+            defer { folder.cleanUp() }
+            let path = folder.file("credentials.sqlite")
+            let store = try await CredentialStore.sqlite(at: path)
+            let provider = OpenIDProvider(
+                configuration: OpenIDProviderConfiguration(
+                    issuer: try #require(URL(string: environment.issuer)), clientID: environment.confidentialClientID,
+                    authentication: .basic(secret: environment.clientSecret), allowsPasswordGrant: true, dpop: .required
+                ),
+                transport: transport)
+            let alice = try await provider.signIn(.password(username: "alice", password: "alice-password"), into: store)
+            // Every process finds the access token rejected: one of them refreshes, for all.
+            try await alice.reject(accessToken: try await alice.accessToken())
+            let worker = Executables.url("latchkey-store-worker")
+            let arguments = [
+                "dpop", path, environment.issuer, environment.confidentialClientID, environment.clientSecret,
+                alice.id.rawValue, "5",
+            ]
+            let results = try await withThrowingTaskGroup { group in
+                for _ in 0..<8 { group.addTask { try await ChildProcess.run(worker, arguments) } }
+                return try await group.reduce(into: [ChildProcess.Result]()) { $0.append($1) }
+            }
+            var refreshes = 0
+            var failed = 0
+            for result in results {
+                #expect(result.status == 0, "\(result.stderr)")
+                let words = result.stdout.split(whereSeparator: \.isWhitespace).map(String.init)
+                let number = { (name: String) in words.firstIndex(of: name).flatMap { Int(words[$0 + 1]) } }
+                #expect(number("failed") == number("nonce-failures"), "\(result.stdout) \(result.stderr)")
+                #expect(try #require(number("most-challenges")) <= 2, "\(result.stdout)")
+                refreshes += try #require(number("refreshes"), "\(result.stdout) \(result.stderr)")
+                failed += try #require(number("failed"))
+            }
+            #expect(refreshes == 1)
+            print("DPoP across 8 processes at Glewlwyd: \(failed) of 48 calls met a second nonce challenge")
         }
     }
 }

@@ -10,6 +10,11 @@
 //       through a compare-and-swap update.
 //   latchkey-store-worker hold PATH ID
 //       Takes the refresh lease of credential ID, prints "holding", and holds it until killed.
+//   latchkey-store-worker dpop PATH ISSUER CLIENT SECRET ID CALLS
+//       Gets credential ID's access token (DPoP-bound; a refresh when it is marked rejected),
+//       then calls userinfo CALLS times; prints "refreshes R calls C failed F nonce-failures N
+//       most-challenges M" (N: calls whose retry met a second nonce challenge; M: the most nonce
+//       challenges one call met).
 import Foundation
 import Latchkey
 import LatchkeySQLite
@@ -40,6 +45,8 @@ do {
             }
             try await store.update(id) { $0.metadata.tags["\(label)-\(round)"] = "x" }
         }
+    case "dpop":
+        try await DPoPWorker.run(Array(arguments.dropFirst(2)))
     case "hold":
         guard arguments.count == 4 else { fail("usage: latchkey-store-worker hold PATH ID") }
         let store = try await CredentialStore.sqlite(at: arguments[2])

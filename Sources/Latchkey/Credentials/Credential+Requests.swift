@@ -35,7 +35,7 @@ extension Credential {
         -> HTTPRequest
     {
         let (token, accessToken) = try await usableToken(minimumValidity: minimumValidity)
-        return try authorize(request, token: token, accessToken: accessToken)
+        return try await authorize(request, token: token, accessToken: accessToken)
     }
 
     #if canImport(FoundationNetworking) || canImport(Darwin)
@@ -52,7 +52,7 @@ extension Credential {
                 return request
             }
             let method = HTTPRequest.Method(request.httpMethod ?? "GET") ?? .get
-            let proved = try signing.prove(HTTPRequest(method: method, url: url))
+            let proved = try await signing.prove(HTTPRequest(method: method, url: url))
             var request = request
             for field in proved.headerFields { request.setValue(field.value, forHTTPHeaderField: field.name.rawName) }
             return request
@@ -104,17 +104,17 @@ extension Credential {
             }
         }
         guard let signing = try signing(token, accessToken: accessToken) else {
-            return try await transmit(try authorize(request, token: token, accessToken: accessToken))
+            return try await transmit(try await authorize(request, token: token, accessToken: accessToken))
         }
         return try await signing.send(request, transmit)
     }
 
     /// `request` carrying `accessToken`: as DPoP with a proof when `token` is bound, else as a
     /// bearer token.
-    private func authorize(_ request: HTTPRequest, token: Token, accessToken: String) throws(ProviderError)
+    private func authorize(_ request: HTTPRequest, token: Token, accessToken: String) async throws(ProviderError)
         -> HTTPRequest
     {
-        if let signing = try signing(token, accessToken: accessToken) { return try signing.prove(request) }
+        if let signing = try signing(token, accessToken: accessToken) { return try await signing.prove(request) }
         var request = request
         request.headerFields[.authorization] = "Bearer \(accessToken)"
         return request

@@ -64,7 +64,7 @@ public actor CredentialStore {
     /// The time the store, its handles, its leases and sign-outs go by.
     public nonisolated let clock: any LatchkeyClock
     /// The nonces resource servers gave for the DPoP proofs of this store's credentials.
-    nonisolated let dpopNonces = DPoPNonces()
+    nonisolated let dpopNonces: DPoPNonces
     /// The longest a credential's lease is held (see ``LeaseTerms``): a holder's requests to a
     /// provider must be answered before it ends (a tenth less, at most five seconds, to store
     /// the answer in), so keep it longer than a provider's request timeout.
@@ -115,6 +115,9 @@ public actor CredentialStore {
         self.leaseDuration = leaseDuration
         self.outboxLimit = max(1, outboxLimit)
         self.clock = clock
+        let nonces = DPoPNonces()
+        nonces.share(through: credentials as? any DPoPNonceStorage)
+        self.dpopNonces = nonces
         if let shared = credentials as? any CredentialChangeFeed {
             let events = self.events
             feed = Task {
@@ -154,6 +157,12 @@ public actor CredentialStore {
     /// sign-out and the outbox can reach it.
     public func register(_ provider: any IdentityProvider) {
         providers[provider.identity] = provider
+        shareDPoPNonces(with: provider)
+    }
+
+    /// Lets `provider` share its DPoP nonces with every process sharing this store.
+    private nonisolated func shareDPoPNonces(with provider: any IdentityProvider) {
+        (provider as? OpenIDProvider)?.dpopNonces.share(through: storage as? any DPoPNonceStorage)
     }
 
     /// The registered provider of `identity`.
@@ -175,6 +184,7 @@ public actor CredentialStore {
             return existing
         }
         handles = handles.filter { $0.value.credential != nil }
+        shareDPoPNonces(with: provider)
         let handle = Credential(id: id, store: self, provider: provider)
         handles[id] = WeakCredential(credential: handle)
         return handle

@@ -4,27 +4,50 @@ import Synchronization
 
 /// The nonces servers gave for DPoP proofs (RFC 9449 §8 for a provider, §9 for a resource
 /// server), by origin: the latest one a server sent, in a challenge or beside a success, goes
-/// into the next proof for that server.
+/// into the next proof for that server. Shared through the store (``DPoPNonceStorage``) once a
+/// store with such storage uses them, so that every process sharing it sees the latest; a
+/// storage failure falls back to this process's own (a stale nonce costs one challenge).
 package final class DPoPNonces: Sendable {
     private let nonces = Mutex<[String: String]>([:])
+    private let shared = Mutex<(any DPoPNonceStorage)?>(nil)
+    /// What the nonces belong to besides their origin: a provider's client (a provider may keep
+    /// one nonce per client), or nothing for resource servers.
+    private let scope: String
 
-    package init() {}
+    package init(scope: String = "") {
+        self.scope = scope
+    }
+
+    /// Shares the nonces through `storage` from now on (the first storage given is kept).
+    package func share(through storage: (any DPoPNonceStorage)?) {
+        guard let storage else { return }
+        shared.withLock { if $0 == nil { $0 = storage } }
+    }
 
     /// The nonce last given by the server at `url`'s origin.
-    package func nonce(for url: URL) -> String? {
-        let origin = Self.origin(of: url)
-        return nonces.withLock { $0[origin] }
+    package func nonce(for url: URL) async -> String? {
+        let key = self.key(for: url)
+        if let storage = shared.withLock({ $0 }), let nonce = try? await storage.dpopNonce(for: key) {
+            return nonce
+        }
+        return nonces.withLock { $0[key] }
     }
 
     /// Keeps `nonce` as the one the server at `url`'s origin wants next.
-    package func record(_ nonce: String, for url: URL) {
-        let origin = Self.origin(of: url)
-        nonces.withLock { $0[origin] = nonce }
+    package func record(_ nonce: String, for url: URL) async {
+        let key = self.key(for: url)
+        let changed = nonces.withLock { nonces in
+            defer { nonces[key] = nonce }
+            return nonces[key] != nonce
+        }
+        if changed, let storage = shared.withLock({ $0 }) { try? await storage.setDPoPNonce(nonce, for: key) }
     }
 
-    /// Scheme, host and port: a nonce belongs to a server, not to one of its paths.
-    static func origin(of url: URL) -> String {
-        "\(url.scheme?.lowercased() ?? "")://\(url.host?.lowercased() ?? "")\(url.port.map { ":\($0)" } ?? "")"
+    /// Scope, scheme, host and port: a nonce belongs to a server, not to one of its paths.
+    private func key(for url: URL) -> String {
+        let origin =
+            "\(url.scheme?.lowercased() ?? "")://\(url.host?.lowercased() ?? "")\(url.port.map { ":\($0)" } ?? "")"
+        return scope.isEmpty ? origin : "\(scope) \(origin)"
     }
 }
 
@@ -37,14 +60,14 @@ struct DPoPSigning: Sendable {
     var clock: any LatchkeyClock
 
     /// `request` with a fresh proof, and `Authorization: DPoP` when it carries an access token.
-    func prove(_ request: HTTPRequest) throws(ProviderError) -> HTTPRequest {
+    func prove(_ request: HTTPRequest) async throws(ProviderError) -> HTTPRequest {
         guard let url = request.url else {
             throw ProviderError(.insecureEndpoint, reason: "The request has no URL to bind a DPoP proof to.")
         }
         var request = request
         let proof = DPoPProof(
             method: request.method.rawValue, url: url, issuedAt: clock.date, accessToken: accessToken,
-            nonce: nonces.nonce(for: url))
+            nonce: await nonces.nonce(for: url))
         request.headerFields[.dpop] = try proof.signed(with: key)
         if let accessToken { request.headerFields[.authorization] = "DPoP \(accessToken)" }
         return request
@@ -56,14 +79,15 @@ struct DPoPSigning: Sendable {
     func send(
         _ request: HTTPRequest, _ send: @Sendable (HTTPRequest) async throws(ProviderError) -> HTTPTransportResponse
     ) async throws(ProviderError) -> HTTPTransportResponse {
-        guard let url = request.url else { return try await send(try prove(request)) }
-        let used = nonces.nonce(for: url)
-        let first = try await send(try prove(request))
+        guard let url = request.url else { return try await send(try await prove(request)) }
+        let proved = try await prove(request)
+        let used = proved.headerFields[.dpop].flatMap(UnverifiedClaims.read)?["nonce"]?.stringValue
+        let first = try await send(proved)
         guard let nonce = first.response.headerFields[.dpopNonce] else { return first }
-        nonces.record(nonce, for: url)
+        await nonces.record(nonce, for: url)
         guard Self.asksForNonce(first), nonce != used else { return first }
-        let second = try await send(try prove(request))
-        if let next = second.response.headerFields[.dpopNonce] { nonces.record(next, for: url) }
+        let second = try await send(try await prove(request))
+        if let next = second.response.headerFields[.dpopNonce] { await nonces.record(next, for: url) }
         return second
     }
 

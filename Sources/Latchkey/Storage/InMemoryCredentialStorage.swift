@@ -2,7 +2,7 @@ public import Foundation
 
 /// Credential storage that lives in memory only: for tests and for programs that must not
 /// write secrets to disk. Everything is lost when the value is released.
-public actor InMemoryCredentialStorage: CredentialStorage, OutboxStorage, LeasedCredentialAccess {
+public actor InMemoryCredentialStorage: CredentialStorage, OutboxStorage, LeasedCredentialAccess, DPoPNonceStorage {
     private var credentials: [CredentialID: StoredCredential] = [:]
     /// Insertion order, so `all()` lists oldest first as every backend does.
     private var order: [CredentialID] = []
@@ -12,9 +12,14 @@ public actor InMemoryCredentialStorage: CredentialStorage, OutboxStorage, Leased
     private var claims: [UUID: Date] = [:]
     /// The credentials whose lease is held, with the tasks waiting for each, in order.
     private var leases: [CredentialID: [LeaseWaiter]] = [:]
+    private var dpopNonces: [String: String] = [:]
 
     /// Creates empty storage.
     public init() {}
+
+    public func dpopNonce(for server: String) throws(StorageError) -> String? { dpopNonces[server] }
+
+    public func setDPoPNonce(_ nonce: String, for server: String) throws(StorageError) { dpopNonces[server] = nonce }
 
     public func all() throws(StorageError) -> [StoredCredential] {
         order.compactMap { credentials[$0] }

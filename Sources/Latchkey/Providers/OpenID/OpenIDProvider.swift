@@ -31,7 +31,7 @@ public actor OpenIDProvider: IdentityProvider {
     /// The ID-token checks, with this provider's key set, made on first use.
     private var idTokenChecks: IDTokenChecks?
     /// The nonces the provider gave for DPoP proofs.
-    nonisolated let dpopNonces = DPoPNonces()
+    nonisolated let dpopNonces: DPoPNonces
 
     /// Creates a provider; discovery happens on first use (or pass `metadata` to skip it).
     ///
@@ -47,6 +47,7 @@ public actor OpenIDProvider: IdentityProvider {
         let logger = logger ?? .disabled("latchkey.provider")
         self.configuration = configuration
         self.identity = ProviderIdentity(issuer: configuration.issuer.absoluteString, clientID: configuration.clientID)
+        self.dpopNonces = DPoPNonces(scope: "\(configuration.clientID)@\(configuration.issuer.absoluteString)")
         self.discovered = CachedValue(metadata)
         self.logger = logger
         let wire = ProviderWire(
