@@ -70,7 +70,7 @@ extension CredentialTransaction {
     }
 
     /// The credential as held, its storage failure as a provider error.
-    private func stored() async throws(ProviderError) -> StoredCredential? {
+    func stored() async throws(ProviderError) -> StoredCredential? {
         do {
             return try await credential()
         } catch {
@@ -78,7 +78,7 @@ extension CredentialTransaction {
         }
     }
 
-    private func storedAgain() async throws(ProviderError) -> StoredCredential? {
+    func storedAgain() async throws(ProviderError) -> StoredCredential? {
         do {
             return try await reread()
         } catch {
@@ -172,7 +172,7 @@ extension CredentialTransaction {
     }
 
     /// Marks the credential as needing sign-in, unless its refresh token changed meanwhile.
-    private func markNeedsSignIn(rejected refreshToken: String?) async {
+    func markNeedsSignIn(rejected refreshToken: String?) async {
         do {
             try await update { credential in
                 guard credential.token.refreshToken == refreshToken else { return }

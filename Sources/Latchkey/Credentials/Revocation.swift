@@ -24,6 +24,9 @@ public enum RevocationOutcome: Sendable {
 
     /// Whether the token is revoked.
     public var isRevoked: Bool { if case .revoked = self { true } else { false } }
+
+    /// Whether the revocation failed.
+    var isFailure: Bool { if case .failed = self { true } else { false } }
 }
 
 /// What a revocation did, kind by kind (never only the first error).

@@ -55,6 +55,8 @@ public struct OAuthErrorCode: RawRepresentable, Sendable, Hashable, Codable, Cus
     /// The DPoP proof lacks the server's current nonce, which the answer's `DPoP-Nonce` gives
     /// (RFC 9449 §8 and §9).
     public static let useDPoPNonce: Self = "use_dpop_nonce"
+    /// The provider will not issue a token for the resource asked for (RFC 8707 §2).
+    public static let invalidTarget: Self = "invalid_target"
     /// The DPoP proof is not valid (RFC 9449 §5.3).
     public static let invalidDPoPProof: Self = "invalid_dpop_proof"
 }

@@ -8,7 +8,8 @@ public struct ProviderError: Error, Sendable, CustomStringConvertible {
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         private enum Base: String, Sendable, Hashable {
             case oauth, httpStatus, transport, invalidResponse, insecureEndpoint, missingEndpoint, idTokenRejected,
-                stateMismatch, timedOut, signInRequired, storage, unsupported, cancelled, dpopKeyUnavailable
+                stateMismatch, timedOut, signInRequired, storage, unsupported, cancelled, dpopKeyUnavailable,
+                invalidArgument
         }
 
         private let base: Base
@@ -36,6 +37,9 @@ public struct ProviderError: Error, Sendable, CustomStringConvertible {
         /// The credential's tokens are bound to a DPoP key (RFC 9449) that the store no longer
         /// holds, or that does not open: that account must sign in again; no other is touched.
         public static let dpopKeyUnavailable = Code(base: .dpopKeyUnavailable)
+        /// A value the caller passed cannot be used (a resource indicator that is not an absolute
+        /// URI); nothing was sent.
+        public static let invalidArgument = Code(base: .invalidArgument)
         /// The credential store failed (see ``ProviderError/underlying``, a ``StorageError``).
         public static let storage = Code(base: .storage)
         /// The provider does not support what was asked.

@@ -20,6 +20,13 @@ public protocol IdentityProvider: Sendable {
     /// more (a rejected refresh token), it throws ``ProviderError/Code/signInRequired``.
     func exchangeRefreshToken(of token: Token) async throws(ProviderError) -> Token
 
+    /// Gets an access token for `resource` alone (RFC 8707 resource indicators), for `scopes`
+    /// or all the grant's, with `token`'s refresh token, and returns the answer merged over
+    /// `token` as ``exchangeRefreshToken(of:)`` does: its access token is the resource's.
+    /// Throws ``ProviderError/Code/unsupported`` when the provider has no such thing.
+    func exchangeRefreshToken(of token: Token, resource: String, scopes: [String]?) async throws(ProviderError)
+        -> Token
+
     /// Verifies the ID token a refresh returned (`refreshed.idToken`), against the access token
     /// it came with and the account of `previous`.
     func verifyRefreshedIDToken(of refreshed: Token, previous: Token) async throws(ProviderError)
@@ -76,6 +83,15 @@ extension IdentityProvider {
     }
 
     /// The user's claims, asked for with `token`'s access token as a bearer token.
+    /// Throws ``ProviderError/Code/unsupported``: only standards-based providers take resource
+    /// indicators.
+    public func exchangeRefreshToken(of token: Token, resource: String, scopes: [String]?) async throws(ProviderError)
+        -> Token
+    {
+        throw ProviderError(
+            .unsupported, endpoint: .token, reason: "The provider does not issue tokens for single resources.")
+    }
+
     public func userInfo(for token: Token) async throws(ProviderError) -> [String: JSONValue] {
         guard let accessToken = token.accessToken else {
             throw ProviderError(.unsupported, endpoint: .userinfo, reason: "The credential has no access token.")

@@ -293,15 +293,18 @@ extension CredentialStore {
         let now = store.now()
         let global = UUID()
         var results: [(SignOutPlan.QueuedStep, StorageError?)] = []
-        for step in steps {
-            let secret: String
-            var expiry: Date?
-            if let kind = step.action.revokedKind {
-                secret = token.value(of: kind) ?? ""
-                expiry = token.expiry(of: kind)
-            } else {
-                secret = OutboxGrant(token).sealedText
+        // One entry per token: the access token's step covers the resources' access tokens.
+        let entries = steps.flatMap { step -> [(SignOutPlan.QueuedStep, String, Date?)] in
+            guard let kind = step.action.revokedKind else { return [(step, OutboxGrant(token).sealedText, nil)] }
+            let values = token.values(of: kind)
+            return (values.isEmpty ? [""] : values).map { value in
+                let expiry =
+                    value == token.value(of: kind)
+                    ? token.expiry(of: kind) : token.resourceTokens.values.first { $0.accessToken == value }?.expiresAt
+                return (step, value, expiry)
             }
+        }
+        for (step, secret, expiry) in entries {
             let entry = OutboxEntry(
                 id: step.action == .globalSignOut ? global : UUID(), provider: token.provider, action: step.action,
                 token: secret, account: credential.metadata.displayName, tokenExpiresAt: expiry, createdAt: now,
@@ -310,11 +313,17 @@ extension CredentialStore {
                     OutboxBackoff.default.delay(afterAttempts: 1, retryAfter: step.retryAfter)),
                 lastError: step.lastError, failedPermanently: step.failedForGood,
                 waitsFor: step.waitsForGlobalSignOut ? global : nil)
+            var failure: StorageError?
             do {
                 try await transaction.enqueue(entry)
-                results.append((step, nil))
             } catch {
-                results.append((step, error))
+                failure = error
+            }
+            // A step of several tokens is queued when every one of them is.
+            if let index = results.firstIndex(where: { $0.0.action == step.action }) {
+                results[index].1 = results[index].1 ?? failure
+            } else {
+                results.append((step, failure))
             }
         }
         return results

@@ -20,7 +20,7 @@ extension SignOutPlan {
             accessTokenValid = token.accessToken != nil && !token.isExpired(at: date)
             hasRefreshToken = token.refreshToken != nil
             revocable = [.accessToken, .refreshToken, .deviceSecret, .sessionToken].filter {
-                token.value(of: $0) != nil
+                !token.values(of: $0).isEmpty
             }
         }
 

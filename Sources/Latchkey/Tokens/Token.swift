@@ -36,6 +36,9 @@ public struct Token: Sendable, Hashable {
     /// The key the tokens are bound to (DPoP, RFC 9449), or `nil` for bearer tokens. Its private
     /// half is sealed with the tokens and never shown.
     public var dpop: DPoPBinding?
+    /// Access tokens for single resources (RFC 8707), by ``ResourceToken/key(resource:scopes:)``,
+    /// got with ``refreshToken``. A sign-out or a revocation of the access token covers them.
+    public var resourceTokens: [String: ResourceToken]
 
     /// Creates a token from its parts.
     public init(
@@ -50,7 +53,8 @@ public struct Token: Sendable, Hashable {
         expiresAt: Date? = nil,
         provider: ProviderIdentity,
         additionalFields: [String: JSONValue] = [:],
-        dpop: DPoPBinding? = nil
+        dpop: DPoPBinding? = nil,
+        resourceTokens: [String: ResourceToken] = [:]
     ) {
         self.accessToken = accessToken
         self.tokenType = tokenType
@@ -64,6 +68,7 @@ public struct Token: Sendable, Hashable {
         self.provider = provider
         self.additionalFields = additionalFields
         self.dpop = dpop
+        self.resourceTokens = resourceTokens
     }
 
     /// Creates a token from a decoded token response, received at `issuedAt`.
@@ -148,6 +153,14 @@ public struct Token: Sendable, Hashable {
         }
     }
 
+    /// Every value of `kind` this token holds: for the access token, the resources' access tokens
+    /// too (``resourceTokens``); one value or none for the other kinds.
+    public func values(of kind: TokenKind) -> [String] {
+        let value = self.value(of: kind).map { [$0] } ?? []
+        guard kind == .accessToken else { return value }
+        return value + resourceTokens.keys.sorted().compactMap { resourceTokens[$0]?.accessToken }
+    }
+
     /// Forgets the token of `kind` (after it was revoked). Forgetting the access token forgets
     /// its expiry too.
     public mutating func discard(_ kind: TokenKind) {
@@ -155,6 +168,7 @@ public struct Token: Sendable, Hashable {
         case .accessToken:
             accessToken = nil
             expiresAt = nil
+            resourceTokens = [:]
         case .refreshToken: refreshToken = nil
         case .idToken: idToken = nil
         case .deviceSecret: deviceSecret = nil
@@ -198,6 +212,7 @@ extension Token: CustomStringConvertible, CustomDebugStringConvertible, CustomRe
         parts.append("tokens: [\(TokenKind.allCases.filter(kinds.contains).map(\.rawValue).joined(separator: ", "))]")
         if let scope { parts.append("scope: \(scope)") }
         if let expiresAt { parts.append("expiresAt: \(expiresAt.formatted(.iso8601))") }
+        if !resourceTokens.isEmpty { parts.append("resourceTokens: \(resourceTokens.count)") }
         if let dpop { parts.append("dpop: \(dpop.thumbprint)\(dpop.isKeyAvailable ? "" : " (key missing)")") }
         return "Token(\(parts.joined(separator: ", ")))"
     }
@@ -212,7 +227,7 @@ extension Token: CustomStringConvertible, CustomDebugStringConvertible, CustomRe
             children: [
                 "tokenType": tokenType, "provider": provider, "kinds": kinds.map(\.rawValue).sorted(),
                 "scopes": scopes as Any, "issuedAt": issuedAt, "expiresAt": expiresAt as Any,
-                "dpop": dpop as Any,
+                "dpop": dpop as Any, "resourceTokens": resourceTokens.count,
             ],
             displayStyle: .struct
         )
@@ -234,6 +249,7 @@ extension Token: Codable {
         case additionalFields = "additional_fields"
         case dpopThumbprint = "dpop_jkt"
         case dpopKey = "dpop_key"
+        case resourceTokens = "resource_tokens"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -249,6 +265,7 @@ extension Token: Codable {
         expiresAt = try container.decodeIfPresent(Date.self, forKey: .expiresAt)
         provider = try container.decode(ProviderIdentity.self, forKey: .provider)
         additionalFields = try container.decodeIfPresent([String: JSONValue].self, forKey: .additionalFields) ?? [:]
+        resourceTokens = try container.decodeIfPresent([String: ResourceToken].self, forKey: .resourceTokens) ?? [:]
         if let thumbprint = try container.decodeIfPresent(String.self, forKey: .dpopThumbprint) {
             // A key that is missing or is no key leaves the binding without it: the account must
             // sign in again, and nothing else is lost.
@@ -271,6 +288,7 @@ extension Token: Codable {
         try container.encodeIfPresent(expiresAt, forKey: .expiresAt)
         try container.encode(provider, forKey: .provider)
         if !additionalFields.isEmpty { try container.encode(additionalFields, forKey: .additionalFields) }
+        if !resourceTokens.isEmpty { try container.encode(resourceTokens, forKey: .resourceTokens) }
         if let dpop {
             try container.encode(dpop.thumbprint, forKey: .dpopThumbprint)
             try container.encodeIfPresent(dpop.key.map { Base64URL.encode($0.rawRepresentation) }, forKey: .dpopKey)

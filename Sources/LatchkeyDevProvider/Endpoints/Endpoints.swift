@@ -115,8 +115,13 @@ struct Endpoints: Sendable {
                 verifier: try form["code_verifier"], issuer: issuer, jkt: jkt)
         case "refresh_token":
             let scopes = try form["scope"].map(Self.scopes)
+            let resource = try form["resource"]
+            if let resource, !Self.isResourceIndicator(resource) {
+                throw OAuthFailure("invalid_target", "The resource must be an absolute URI without a fragment.")
+            }
             answer = try await state.refresh(
-                try form.required("refresh_token"), client: client, scopes: scopes, issuer: issuer, jkt: jkt)
+                try form.required("refresh_token"), client: client, scopes: scopes, issuer: issuer, jkt: jkt,
+                resource: resource)
         case "password":
             let scopes = try validScopes(try form["scope"], client: client)
             answer = try await state.passwordGrant(
@@ -129,6 +134,14 @@ struct Endpoints: Sendable {
             answer = try await state.pollDevice(try form.required("device_code"), client: client, jkt: jkt)
         }
         return await withDPoPNonce(Reply.json(answer.mapValues(Self.jsonValue)))
+    }
+
+    /// RFC 8707 §2: an absolute URI without a fragment.
+    static func isResourceIndicator(_ text: String) -> Bool {
+        guard let url = URLComponents(string: text), url.scheme?.isEmpty == false, !text.contains("#") else {
+            return false
+        }
+        return url.host?.isEmpty == false
     }
 
     static func scopes(_ text: String) -> [String] {

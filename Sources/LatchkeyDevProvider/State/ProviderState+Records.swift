@@ -29,6 +29,10 @@ extension ProviderState {
         var expiresAt: Date
         var issuedAt: Date
         var revoked = false
+        /// The scopes of this access token when a refresh narrowed them (RFC 6749 §6).
+        var scopes: [String]?
+        /// The resource it was issued for (RFC 8707), its `aud`.
+        var audience: String?
     }
 
     struct RefreshRecord {

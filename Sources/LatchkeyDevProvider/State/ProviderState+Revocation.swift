@@ -63,6 +63,8 @@ extension ProviderState {
             var answer = description(of: grant, issued: record.issuedAt, expires: record.expiresAt)
             answer["token_type"] = .string(grant.jkt == nil ? "Bearer" : "DPoP")
             answer["jti"] = .string(jti)
+            answer["aud"] = .string(record.audience ?? grant.issuer)
+            if let scopes = record.scopes { answer["scope"] = .string(scopes.joined(separator: " ")) }
             if let jkt = grant.jkt { answer["cnf"] = .object(["jkt": .string(jkt)]) }
             return answer
         case .refresh(let record):

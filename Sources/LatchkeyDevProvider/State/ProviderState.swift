@@ -164,9 +164,9 @@ actor ProviderState {
 
     func refresh(
         _ refreshToken: String, client: DevProviderConfiguration.Client, scopes requested: [String]?, issuer: String,
-        jkt: String? = nil
+        jkt: String? = nil, resource: String? = nil
     ) async throws -> TokenAnswer {
-        guard let record = refreshTokens[refreshToken], var grant = grants[record.grantID],
+        guard let record = refreshTokens[refreshToken], let grant = grants[record.grantID],
             grant.clientID == client.clientID, grant.issuer == issuer
         else { throw OAuthFailure.invalidGrant("The refresh token is not valid.") }
         if record.retired {
@@ -189,18 +189,18 @@ actor ProviderState {
             throw OAuthFailure.invalidGrant("The session of this refresh token has ended.")
         }
         if let requested {
+            // RFC 6749 §6: this access token gets fewer scopes; the grant keeps its own.
             guard Set(requested).isSubset(of: grant.scopes) else {
                 throw OAuthFailure.invalidScope("A refresh cannot add scopes to the grant.")
             }
-            grant.scopes = requested
-            grants[grant.id] = grant
         }
         if configuration.rotateRefreshTokens {
             refreshTokens[refreshToken]?.retired = true
         }
         return try await issueTokens(
             grantID: grant.id, nonce: nil, newDeviceSecret: false,
-            keepRefreshToken: configuration.rotateRefreshTokens ? nil : refreshToken)
+            keepRefreshToken: configuration.rotateRefreshTokens ? nil : refreshToken, scopes: requested,
+            audience: resource, idToken: resource == nil)
     }
 
     /// `count` grants of `username` to `clientID`, each with a session and a refresh token only:
@@ -235,7 +235,8 @@ actor ProviderState {
     /// Mints the tokens of a grant. State is recorded before signing (a suspension point), so a
     /// revocation that arrives meanwhile already covers them.
     func issueTokens(
-        grantID: String, nonce: String?, newDeviceSecret: Bool, keepRefreshToken: String? = nil, idToken: Bool = true
+        grantID: String, nonce: String?, newDeviceSecret: Bool, keepRefreshToken: String? = nil,
+        scopes narrowed: [String]? = nil, audience: String? = nil, idToken: Bool = true
     ) async throws -> TokenAnswer {
         guard let grant = grants[grantID], let user = configuration.user(named: grant.username),
             let session = sessions[grant.sid], let client = configuration.client(grant.clientID)
@@ -244,11 +245,13 @@ actor ProviderState {
         let jti = Self.randomToken(bytes: 12)
         let lifetime = accessTokenLifetime
         accessTokens[jti] = AccessRecord(
-            grantID: grantID, expiresAt: issued.addingTimeInterval(TimeInterval(lifetime)), issuedAt: issued)
+            grantID: grantID, expiresAt: issued.addingTimeInterval(TimeInterval(lifetime)), issuedAt: issued,
+            scopes: narrowed, audience: audience)
+        let scopes = narrowed ?? grant.scopes
         grantTokens[grantID, default: ([], [])].jtis.append(jti)
         var answer: TokenAnswer = [
             "token_type": .string(grant.jkt == nil ? "Bearer" : "DPoP"), "expires_in": .number(lifetime),
-            "scope": .string(grant.scopes.joined(separator: " ")),
+            "scope": .string(scopes.joined(separator: " ")),
         ]
         if grant.scopes.contains("offline_access") && client.grantTypes.contains("refresh_token") {
             if let keepRefreshToken {
@@ -276,10 +279,10 @@ actor ProviderState {
         }
         let iat = Int(issued.timeIntervalSince1970)
         var accessClaims: [String: Claim] = [
-            "iss": .string(grant.issuer), "sub": .string(user.sub), "aud": .string(grant.issuer),
+            "iss": .string(grant.issuer), "sub": .string(user.sub), "aud": .string(audience ?? grant.issuer),
             "client_id": .string(client.clientID),
             "iat": .number(iat), "exp": .number(iat + lifetime), "jti": .string(jti),
-            "scope": .string(grant.scopes.joined(separator: " ")), "sid": .string(session.sid),
+            "scope": .string(scopes.joined(separator: " ")), "sid": .string(session.sid),
             "auth_time": .number(Int(session.authTime.timeIntervalSince1970)),
         ]
         if let jkt = grant.jkt { accessClaims["cnf"] = .object(["jkt": .string(jkt)]) }

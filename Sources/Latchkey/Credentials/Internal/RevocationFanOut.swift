@@ -17,7 +17,8 @@ enum RevocationFanOut {
         var outcomes: [TokenKind: RevocationOutcome] = [:]
         await withTaskGroup(of: (TokenKind, RevocationOutcome).self) { group in
             for kind in kinds {
-                guard let value = token.value(of: kind) else {
+                let values = token.values(of: kind)
+                guard !values.isEmpty else {
                     outcomes[kind] = .notPresent
                     continue
                 }
@@ -33,16 +34,20 @@ enum RevocationFanOut {
                             ))
                     continue
                 }
-                group.addTask {
-                    do throws(ProviderError) {
-                        try await provider.revoke(value, kind: kind)
-                        return (kind, .revoked)
-                    } catch {
-                        return (kind, .failed(error))
+                for value in values {
+                    group.addTask {
+                        do throws(ProviderError) {
+                            try await provider.revoke(value, kind: kind)
+                            return (kind, .revoked)
+                        } catch {
+                            return (kind, .failed(error))
+                        }
                     }
                 }
             }
-            for await (kind, outcome) in group { outcomes[kind] = outcome }
+            // A kind of several tokens (the access token and the resources' ones) is revoked
+            // when every one of them is; the first failure is its outcome otherwise.
+            for await (kind, outcome) in group where outcomes[kind]?.isFailure != true { outcomes[kind] = outcome }
         }
         Telemetry.revocations(outcomes)
         return outcomes

@@ -73,6 +73,8 @@ extension OpenIDProvider {
             URLQueryItem(name: "code_challenge_method", value: "S256"),
         ]
         if let prompt { items.append(URLQueryItem(name: "prompt", value: prompt)) }
+        // RFC 8707 §2.1: the resources the grant is for, each a `resource` parameter.
+        items += configuration.resources.map { URLQueryItem(name: "resource", value: $0.absoluteString) }
         components?.queryItems = items
         // URLComponents leaves "+" as is, which a server reads as a space.
         let query = components?.percentEncodedQuery?.replacingOccurrences(of: "+", with: "%2B")

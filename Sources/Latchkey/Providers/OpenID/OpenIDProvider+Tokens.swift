@@ -55,6 +55,7 @@ extension OpenIDProvider {
         var token = try await bind(Token(response: response, issuedAt: now(), provider: identity), to: proofKey)
         if let previous {
             token.dpop = previous.dpop
+            token.resourceTokens = previous.resourceTokens
             // A refresh answer may leave out what did not change (RFC 6749 §6, OIDC Core §12.2).
             token.refreshToken = token.refreshToken ?? previous.refreshToken
             token.idToken = token.idToken ?? previous.idToken
@@ -94,12 +95,27 @@ extension OpenIDProvider {
     }
 
     public func exchangeRefreshToken(of token: Token) async throws(ProviderError) -> Token {
+        try await refreshRequest(of: token, adding: [])
+    }
+
+    /// Asks for an access token for `resource` (RFC 8707 §2.2), for `scopes` or the grant's.
+    public func exchangeRefreshToken(of token: Token, resource: String, scopes: [String]?) async throws(ProviderError)
+        -> Token
+    {
+        var fields = [("resource", resource)]
+        if let scopes { fields.append(("scope", scopes.joined(separator: " "))) }
+        return try await refreshRequest(of: token, adding: fields)
+    }
+
+    private func refreshRequest(of token: Token, adding fields: [(String, String)]) async throws(ProviderError)
+        -> Token
+    {
         guard let refreshToken = token.refreshToken else {
             throw ProviderError(.signInRequired, endpoint: .token, reason: "The credential has no refresh token.")
         }
         do {
             return try await tokenRequest(
-                [("grant_type", "refresh_token"), ("refresh_token", refreshToken)], previous: token,
+                [("grant_type", "refresh_token"), ("refresh_token", refreshToken)] + fields, previous: token,
                 verifyingIDToken: false)
         } catch {
             // Some providers answer a dead refresh token with a bare 400 and no OAuth error.

@@ -28,6 +28,10 @@ public struct OpenIDProviderConfiguration: Sendable, Hashable {
     /// Whether tokens are bound to a key of the account's own (DPoP, RFC 9449): never (the
     /// default), when the provider advertises it, or always.
     public var dpop: DPoPPolicy
+    /// The resources (RFC 8707) a browser sign-in asks the grant to cover, for
+    /// ``Credential/accessToken(for:scopes:minimumValidity:)``: some providers issue a
+    /// resource's token only for resources the user authorized at sign-in.
+    public var resources: [URL]
 
     /// Creates a configuration.
     public init(
@@ -41,7 +45,8 @@ public struct OpenIDProviderConfiguration: Sendable, Hashable {
         leeway: TimeInterval = 60,
         requestOptions: HTTPTransportOptions = HTTPTransportOptions(),
         allowsPasswordGrant: Bool = false,
-        dpop: DPoPPolicy = .never
+        dpop: DPoPPolicy = .never,
+        resources: [URL] = []
     ) {
         self.issuer = issuer
         self.clientID = clientID
@@ -54,6 +59,7 @@ public struct OpenIDProviderConfiguration: Sendable, Hashable {
         self.requestOptions = requestOptions
         self.allowsPasswordGrant = allowsPasswordGrant
         self.dpop = dpop
+        self.resources = resources
     }
 
     /// The client authentication used at `endpoint`.
