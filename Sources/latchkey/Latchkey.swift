@@ -21,7 +21,8 @@ struct LatchkeyCommand: AsyncParsableCommand {
         version: LatchkeyVersion.current,
         subcommands: [
             ProviderCommand.self, Login.self, Accounts.self, Status.self, Use.self, TokenCommand.self, Refresh.self,
-            UserInfo.self, Revoke.self, Remove.self, SignOut.self, Outbox.self, CredentialCommand.self, KeyCommand.self,
+            UserInfo.self, ApiCommand.self, ProofCommand.self, Revoke.self, Remove.self, SignOut.self, Outbox.self,
+            CredentialCommand.self, KeyCommand.self,
             DevServer.self,
             Demo.self,
         ]

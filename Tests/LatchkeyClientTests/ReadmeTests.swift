@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Latchkey
 import LatchkeyDevProvider
 import LatchkeyHTTP
@@ -19,6 +20,8 @@ struct ReadmeTests {
         (#""my-cli""#, #""latchkey-cli""#),
         (#"URL(string: "https://tenant.forgeblocks.com/am")!"#, "server"),
         (#""postgres://app@db.internal/latchkey?sslmode=require""#, "url"),
+        (#"URL(string: "https://files.example.com/")!"#, "resource"),
+        (#"URL(string: "https://files.example.com/a")!"#, "file"),
     ]
 
     /// The files that run the README's examples: this one, and the fleet store's, which runs
@@ -90,6 +93,25 @@ struct ReadmeTests {
         #expect(!accessToken.isEmpty)
         #expect(result.succeeded)
         #expect(try await store.all().isEmpty)
+        await dev.stop()
+    }
+
+    @Test("tokens a thief cannot use: DPoP, and a token for one resource")
+    func boundTokens() async throws {
+        let dev = try await DevProvider.start(signingKeys: SharedSigningKeys.get())
+        let issuer = dev.issuer
+        let resource = try #require(URL(string: "https://files.latchkey.test/"))
+        let file = resource.appendingPathComponent("a")
+
+        let bound = OpenIDProviderConfiguration(issuer: issuer, clientID: "latchkey-cli", dpop: .required)
+        var configuration = bound
+        configuration.allowsPasswordGrant = true
+        let credential = try await OpenIDProvider(configuration: configuration, transport: transport).signIn(
+            .password(username: "alice", password: "alice-password"), into: .inMemory())
+        let filesToken = try await credential.accessToken(for: resource)
+        let request = try await credential.authorized(HTTPRequest(method: .get, url: file), resource: resource)
+
+        #expect(request.headerFields[.authorization] == "DPoP \(filesToken)")
         await dev.stop()
     }
 

@@ -12,12 +12,16 @@ import Logging
 extension Credential {
     /// Marks `accessToken` as rejected by a resource server (a 401 with `invalid_token`, or
     /// git's `erase`): the next ``accessToken(minimumValidity:)`` refreshes, once, for every
-    /// caller and process that shares the store. Nothing happens when the stored access token is
-    /// another one already (someone refreshed meanwhile).
+    /// caller and process that shares the store; a resource's token (``resourceToken(for:scopes:minimumValidity:)``)
+    /// is dropped, and the next call for it gets a new one. Nothing happens when the stored token
+    /// is another one already (someone refreshed meanwhile).
     public func reject(accessToken: String) async throws(ProviderError) {
         let fingerprint = StoredCredential.fingerprint(accessToken)
         _ = try await transaction { transaction async throws(StorageError) in
             try await transaction.update { credential in
+                credential.token.resourceTokens = credential.token.resourceTokens.filter {
+                    $0.value.accessToken != accessToken
+                }
                 guard credential.token.accessToken == accessToken else { return }
                 credential.state.rejectedAccessToken = fingerprint
             }
@@ -27,72 +31,56 @@ extension Credential {
     /// `request` with an access token valid for at least `minimumValidity` seconds (refreshed
     /// first when needed): `Authorization: Bearer`, or for tokens bound to the account's key
     /// `Authorization: DPoP` and a `DPoP` proof for this method and URL (RFC 9449 §7), with the
-    /// server's nonce when it gave one.
+    /// server's nonce when it gave one. With `resource`, the token is that resource's
+    /// (``resourceToken(for:scopes:minimumValidity:)``).
     ///
     /// - Throws: ``ProviderError/Code/dpopKeyUnavailable`` when the tokens are bound to a key
     ///   the store no longer holds.
-    public func authorized(_ request: HTTPRequest, minimumValidity: TimeInterval = 60) async throws(ProviderError)
-        -> HTTPRequest
-    {
-        let (token, accessToken) = try await usableToken(minimumValidity: minimumValidity)
-        return try await authorize(request, token: token, accessToken: accessToken)
+    public func authorized(
+        _ request: HTTPRequest, resource: URL? = nil, scopes: [String]? = nil, minimumValidity: TimeInterval = 60
+    ) async throws(ProviderError) -> HTTPRequest {
+        try await presented(resource: resource, scopes: scopes, minimumValidity: minimumValidity).authorize(request)
     }
 
     #if canImport(FoundationNetworking) || canImport(Darwin)
         /// `request` with an access token valid for at least `minimumValidity` seconds
-        /// (refreshed first when needed), as ``authorized(_:minimumValidity:)-(HTTPRequest,_)``
+        /// (refreshed first when needed), as ``authorized(_:resource:scopes:minimumValidity:)-(HTTPRequest,_,_,_)``
         /// puts it on: bearer, or DPoP with a proof.
-        public func authorized(_ request: URLRequest, minimumValidity: TimeInterval = 60) async throws(ProviderError)
-            -> URLRequest
-        {
-            let (token, accessToken) = try await usableToken(minimumValidity: minimumValidity)
-            guard let url = request.url, let signing = try signing(token, accessToken: accessToken) else {
+        public func authorized(
+            _ request: URLRequest, resource: URL? = nil, scopes: [String]? = nil, minimumValidity: TimeInterval = 60
+        ) async throws(ProviderError) -> URLRequest {
+            let presented = try await presented(resource: resource, scopes: scopes, minimumValidity: minimumValidity)
+            let method = HTTPRequest.Method(request.httpMethod ?? "GET") ?? .get
+            guard let url = request.url else {
                 var request = request
-                request.setValue("Bearer \(accessToken)", forHTTPHeaderField: "Authorization")
+                request.setValue("Bearer \(presented.accessToken)", forHTTPHeaderField: "Authorization")
                 return request
             }
-            let method = HTTPRequest.Method(request.httpMethod ?? "GET") ?? .get
-            let proved = try await signing.prove(HTTPRequest(method: method, url: url))
+            let proved = try await presented.authorize(HTTPRequest(method: method, url: url))
             var request = request
             for field in proved.headerFields { request.setValue(field.value, forHTTPHeaderField: field.name.rawName) }
             return request
         }
     #endif
 
-    /// Sends `request` to a resource server with a fresh access token, through `transport`.
+    /// Sends `request` to a resource server with a fresh access token (that `resource`'s, when
+    /// given), through `transport`.
     ///
-    /// When the server answers that the token is not valid — a 401 whose `Bearer` challenge says
-    /// `error="invalid_token"` (RFC 6750 §3.1) or names no error at all — the token is marked
-    /// rejected, refreshed once (one refresh for every caller, in this process and every process
-    /// sharing the store) and the request sent once more. The body is held in memory, so the
-    /// second send carries it unchanged; a streamed body, which could not be sent twice, is not
-    /// something this helper takes. Any other answer, a 401 naming another error included
+    /// When the server answers that the token is not valid — a 401 whose `Bearer` or `DPoP`
+    /// challenge says `error="invalid_token"` (RFC 6750 §3.1) or names no error at all — the token
+    /// is marked rejected, refreshed once (one refresh for every caller, in this process and
+    /// every process sharing the store) and the request sent once more. A DPoP-bound token
+    /// answers the server's nonce challenge once (RFC 9449 §9). The body is held in memory, so
+    /// the second send carries it unchanged; a streamed body, which could not be sent twice, is
+    /// not something this helper takes. Any other answer, a 401 naming another error included
     /// (`insufficient_scope`), is returned as it is.
     ///
     /// - Throws: the refresh's ``ProviderError`` (``ProviderError/Code/signInRequired`` when
     ///   the account must sign in again), or ``ProviderError/Code/transport`` when the server
     ///   cannot be reached.
     public func send(
-        _ request: HTTPRequest, body: Data? = nil, through transport: any HTTPTransport,
-        options: HTTPTransportOptions = HTTPTransportOptions()
-    ) async throws(ProviderError) -> HTTPTransportResponse {
-        let (token, accessToken) = try await usableToken()
-        let first = try await send(
-            request, token: token, accessToken: accessToken, body: body, through: transport, options: options)
-        guard AuthenticationChallenge.rejectsToken(first.response) else { return first }
-        store.logger.debug("a resource server rejected the access token; refreshing", metadata: ["credential": "\(id)"])
-        try await reject(accessToken: accessToken)
-        let fresh = try await usableToken()
-        return try await send(
-            request, token: fresh.token, accessToken: fresh.accessToken, body: body, through: transport,
-            options: options)
-    }
-
-    /// Sends `request` with `accessToken` on it; a DPoP-bound token answers the server's nonce
-    /// challenge once.
-    private func send(
-        _ request: HTTPRequest, token: Token, accessToken: String, body: Data?, through transport: any HTTPTransport,
-        options: HTTPTransportOptions
+        _ request: HTTPRequest, body: Data? = nil, resource: URL? = nil, scopes: [String]? = nil,
+        through transport: any HTTPTransport, options: HTTPTransportOptions = HTTPTransportOptions()
     ) async throws(ProviderError) -> HTTPTransportResponse {
         @Sendable func transmit(_ request: HTTPRequest) async throws(ProviderError) -> HTTPTransportResponse {
             do {
@@ -103,28 +91,54 @@ extension Credential {
                     reason: "The resource server could not be reached.", underlying: error)
             }
         }
-        guard let signing = try signing(token, accessToken: accessToken) else {
-            return try await transmit(try await authorize(request, token: token, accessToken: accessToken))
-        }
-        return try await signing.send(request, transmit)
+        let first = try await presented(resource: resource, scopes: scopes, minimumValidity: 60)
+        let answer = try await first.send(request, transmit)
+        guard AuthenticationChallenge.rejectsToken(answer.response) else { return answer }
+        store.logger.debug("a resource server rejected the access token; refreshing", metadata: ["credential": "\(id)"])
+        try await reject(accessToken: first.accessToken)
+        return try await presented(resource: resource, scopes: scopes, minimumValidity: 60).send(request, transmit)
     }
 
-    /// `request` carrying `accessToken`: as DPoP with a proof when `token` is bound, else as a
-    /// bearer token.
-    private func authorize(_ request: HTTPRequest, token: Token, accessToken: String) async throws(ProviderError)
-        -> HTTPRequest
+    /// The access token a request carries, and the proofs that go with it when it is bound.
+    private func presented(resource: URL?, scopes: [String]?, minimumValidity: TimeInterval) async throws(ProviderError)
+        -> PresentedToken
     {
-        if let signing = try signing(token, accessToken: accessToken) { return try await signing.prove(request) }
+        let accessToken: String
+        let tokenType: String
+        let binding: DPoPBinding?
+        if resource != nil || scopes != nil {
+            let token = try await resourceToken(for: resource, scopes: scopes, minimumValidity: minimumValidity)
+            (accessToken, tokenType, binding) = (token.accessToken, token.tokenType, try await stored().token.dpop)
+        } else {
+            let (token, value) = try await usableToken(minimumValidity: minimumValidity)
+            (accessToken, tokenType, binding) = (value, token.tokenType, token.dpop)
+        }
+        guard let binding, tokenType.lowercased() == "dpop" else {
+            return PresentedToken(accessToken: accessToken, signing: nil)
+        }
+        guard let key = binding.key else { throw .dpopKeyUnavailable }
+        return PresentedToken(
+            accessToken: accessToken,
+            signing: DPoPSigning(key: key, accessToken: accessToken, nonces: store.dpopNonces, clock: store.clock))
+    }
+}
+
+/// An access token as a request carries it: as a bearer token, or as DPoP with proofs.
+private struct PresentedToken: Sendable {
+    var accessToken: String
+    var signing: DPoPSigning?
+
+    func authorize(_ request: HTTPRequest) async throws(ProviderError) -> HTTPRequest {
+        if let signing { return try await signing.prove(request) }
         var request = request
         request.headerFields[.authorization] = "Bearer \(accessToken)"
         return request
     }
 
-    /// The proofs for a resource request with `accessToken`, when the access token is bound to
-    /// the account's key (its type is `DPoP`).
-    private func signing(_ token: Token, accessToken: String) throws(ProviderError) -> DPoPSigning? {
-        guard let binding = token.dpop, token.tokenType.lowercased() == "dpop" else { return nil }
-        guard let key = binding.key else { throw .dpopKeyUnavailable }
-        return DPoPSigning(key: key, accessToken: accessToken, nonces: store.dpopNonces, clock: store.clock)
+    func send(
+        _ request: HTTPRequest, _ transmit: @Sendable (HTTPRequest) async throws(ProviderError) -> HTTPTransportResponse
+    ) async throws(ProviderError) -> HTTPTransportResponse {
+        guard let signing else { return try await transmit(try await authorize(request)) }
+        return try await signing.send(request, transmit)
     }
 }

@@ -4,8 +4,8 @@ public import Foundation
 /// access token per API, each with that API as its audience, as Auth0's multi-resource refresh
 /// tokens and `oidc-token --aud` give.
 extension Credential {
-    /// An access token for `resource` alone, for `scopes` (narrower than the grant's) or the
-    /// grant's, valid for at least `minimumValidity` seconds: the one kept with the credential,
+    /// An access token for `resource` alone (or, with `nil`, for what the provider gives by
+    /// default), for `scopes` (narrower than the grant's) or the grant's, valid for at least `minimumValidity` seconds: the one kept with the credential,
     /// or a new one got with the account's refresh token (stored before it is returned, and got
     /// once for every caller and process sharing the store). The account's own access token is
     /// not touched; a sign-out or ``revoke(_:)`` of the access token covers these too.
@@ -13,7 +13,7 @@ extension Credential {
     /// - Throws: ``ProviderError/Code/invalidArgument`` when `resource` is not an absolute URI
     ///   without a fragment (RFC 8707 §2), the provider's `invalid_target` when it will not
     ///   issue a token for it, and what a refresh throws otherwise.
-    public func accessToken(for resource: URL, scopes: [String]? = nil, minimumValidity: TimeInterval = 60)
+    public func accessToken(for resource: URL?, scopes: [String]? = nil, minimumValidity: TimeInterval = 60)
         async throws(ProviderError) -> String
     {
         try await resourceToken(for: resource, scopes: scopes, minimumValidity: minimumValidity).accessToken
@@ -21,11 +21,11 @@ extension Credential {
 
     /// The access token for `resource`, with its type, scopes and expiry (see
     /// ``accessToken(for:scopes:minimumValidity:)``).
-    public func resourceToken(for resource: URL, scopes: [String]? = nil, minimumValidity: TimeInterval = 60)
+    public func resourceToken(for resource: URL?, scopes: [String]? = nil, minimumValidity: TimeInterval = 60)
         async throws(ProviderError) -> ResourceToken
     {
-        let indicator = resource.absoluteString
-        guard ResourceToken.isValidResource(indicator) else {
+        let indicator = resource?.absoluteString
+        if let indicator, !ResourceToken.isValidResource(indicator) {
             throw ProviderError(
                 .invalidArgument, reason: "A resource must be an absolute URI without a fragment (RFC 8707 §2).")
         }

@@ -1,7 +1,7 @@
 extension Credential {
     /// The user's claims from the userinfo endpoint. When the provider rejects the access
     /// token, it is marked rejected and refreshed once (one refresh for every caller and process
-    /// sharing the store, as ``send(_:body:through:options:)`` does) and the request sent again.
+    /// sharing the store, as ``send(_:body:resource:scopes:through:options:)`` does) and the request sent again.
     public func userInfo() async throws(ProviderError) -> [String: JSONValue] {
         let (token, accessToken) = try await usableToken()
         do {

@@ -8,7 +8,7 @@ extension CredentialTransaction {
     /// else — a rotated refresh token with it — as every refresh is. The account's own access
     /// token is left as it is.
     package func resourceToken(
-        _ resource: String, scopes: [String]?, minimumValidity: TimeInterval, with provider: any IdentityProvider
+        _ resource: String?, scopes: [String]?, minimumValidity: TimeInterval, with provider: any IdentityProvider
     ) async -> Result<ResourceToken, ProviderError> {
         await UninterruptibleWork.run { () async -> Result<ResourceToken, ProviderError> in
             do throws(ProviderError) {
@@ -22,7 +22,7 @@ extension CredentialTransaction {
     }
 
     private func fetchResourceToken(
-        _ resource: String, scopes: [String]?, minimumValidity: TimeInterval, with provider: any IdentityProvider
+        _ resource: String?, scopes: [String]?, minimumValidity: TimeInterval, with provider: any IdentityProvider
     ) async throws(ProviderError) -> ResourceToken {
         guard var current = try await stored() else { throw .storage(.credentialNotFound(id)) }
         let key = ResourceToken.key(resource: resource, scopes: scopes)

@@ -108,7 +108,7 @@ public struct ProviderError: Error, Sendable, CustomStringConvertible {
     }
 
     /// Whether the provider rejected the access token sent (expired or revoked): a refresh may
-    /// help. The same rule as a resource server's answer (``Credential/send(_:body:through:options:)``):
+    /// help. The same rule as a resource server's answer (``Credential/send(_:body:resource:scopes:through:options:)``):
     /// `invalid_token`, or a 401 that names no other error.
     public var rejectedAccessToken: Bool {
         oauthError == .invalidToken || (status == 401 && oauthError == nil) || tokenRejectedByProvider

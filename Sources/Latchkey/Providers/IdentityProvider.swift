@@ -24,7 +24,7 @@ public protocol IdentityProvider: Sendable {
     /// or all the grant's, with `token`'s refresh token, and returns the answer merged over
     /// `token` as ``exchangeRefreshToken(of:)`` does: its access token is the resource's.
     /// Throws ``ProviderError/Code/unsupported`` when the provider has no such thing.
-    func exchangeRefreshToken(of token: Token, resource: String, scopes: [String]?) async throws(ProviderError)
+    func exchangeRefreshToken(of token: Token, resource: String?, scopes: [String]?) async throws(ProviderError)
         -> Token
 
     /// Verifies the ID token a refresh returned (`refreshed.idToken`), against the access token
@@ -85,7 +85,7 @@ extension IdentityProvider {
     /// The user's claims, asked for with `token`'s access token as a bearer token.
     /// Throws ``ProviderError/Code/unsupported``: only standards-based providers take resource
     /// indicators.
-    public func exchangeRefreshToken(of token: Token, resource: String, scopes: [String]?) async throws(ProviderError)
+    public func exchangeRefreshToken(of token: Token, resource: String?, scopes: [String]?) async throws(ProviderError)
         -> Token
     {
         throw ProviderError(

@@ -5,8 +5,9 @@ public import Foundation
 ///
 /// Its `description` never shows the token.
 public struct ResourceToken: Sendable, Hashable, Codable, CustomStringConvertible {
-    /// The resource the token is for, as asked (an absolute URI without a fragment).
-    public var resource: String
+    /// The resource the token is for, as asked (an absolute URI without a fragment); `nil` for a
+    /// token with narrowed scopes and the provider's default audience.
+    public var resource: String?
     /// The scopes asked for, or `nil` for the grant's.
     public var requestedScopes: [String]?
     /// The access token.
@@ -22,7 +23,7 @@ public struct ResourceToken: Sendable, Hashable, Codable, CustomStringConvertibl
 
     /// Creates a resource token from its parts.
     public init(
-        resource: String, requestedScopes: [String]?, accessToken: String, tokenType: String, scopes: [String]?,
+        resource: String?, requestedScopes: [String]?, accessToken: String, tokenType: String, scopes: [String]?,
         issuedAt: Date, expiresAt: Date?
     ) {
         self.resource = resource
@@ -35,9 +36,9 @@ public struct ResourceToken: Sendable, Hashable, Codable, CustomStringConvertibl
     }
 
     /// The key of a resource and scopes in ``Token/resourceTokens``.
-    public static func key(resource: String, scopes: [String]?) -> String {
-        guard let scopes else { return resource }
-        return resource + " " + Set(scopes).sorted().joined(separator: " ")
+    public static func key(resource: String?, scopes: [String]?) -> String {
+        guard let scopes else { return resource ?? "" }
+        return (resource ?? "") + " " + Set(scopes).sorted().joined(separator: " ")
     }
 
     /// Whether it is still valid for `margin` seconds at `date` (one without an expiry is).
@@ -48,7 +49,7 @@ public struct ResourceToken: Sendable, Hashable, Codable, CustomStringConvertibl
 
     /// The resource, scopes and expiry; never the token.
     public var description: String {
-        "ResourceToken(resource: \(resource), type: \(tokenType), scopes: \(scopes?.joined(separator: " ") ?? "-"))"
+        "ResourceToken(resource: \(resource ?? "-"), type: \(tokenType), scopes: \(scopes?.joined(separator: " ") ?? "-"))"
     }
 
     /// Whether `text` is a resource indicator RFC 8707 §2 allows: an absolute URI without a

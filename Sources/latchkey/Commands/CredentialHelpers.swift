@@ -54,6 +54,11 @@ struct CredentialCommand: AsyncParsableCommand {
                         "kubectl asked for a token, but there is no account to give one for: \(error.description) Sign in with `latchkey login`."
                 )
             }
+            if token == .access, context.stored.token.dpop != nil {
+                throw CLIError.input(
+                    "kubectl cannot send the proof a DPoP-bound access token needs (the account's provider was added with --dpop): use the ID token (--token id), which is not bound, or a provider without --dpop."
+                )
+            }
             let value: String
             let expiry: Date?
             do {
@@ -128,6 +133,13 @@ struct CredentialCommand: AsyncParsableCommand {
                 return
             }
             guard let stored = try await gitAccount(of: entry, in: session) else { return }
+            if stored.token.dpop != nil {
+                // git sends a password as it is; a bound token is refused without a proof.
+                Output.error(
+                    "No token for \(host): the account's tokens are bound to its key (DPoP), and git cannot send the proof each request needs. Add the provider again without --dpop for git, and sign in with it."
+                )
+                return
+            }
             let credential = try await session.credential(stored)
             switch operation {
             case .get:

@@ -42,6 +42,17 @@ struct ProviderCommand: AsyncParsableCommand {
                 "Let `login --username U --password-stdin` use the password grant: for scripts and tests only (RFC 9700 §2.4 says it must not be used)."
         )
         var allowPasswordGrant = false
+        @Flag(
+            help:
+                "Bind each account's tokens to a key of its own (DPoP, RFC 9449): a stolen token is useless without it. git cannot send the proofs such tokens need."
+        )
+        var dpop = false
+        @Option(
+            name: .customLong("resource"),
+            help:
+                "A resource (RFC 8707) a browser sign-in asks access to, for `latchkey token --resource`; repeatable. Some providers issue a resource's token only for these."
+        )
+        var resources: [String] = []
         @Flag(help: "An Amazon Cognito user pool.") var cognito = false
         @Option(help: "The Cognito region.") var region: String?
         @Option(name: .customLong("user-pool-id"), help: "The Cognito user pool id.") var userPoolID: String?
@@ -88,9 +99,11 @@ struct ProviderCommand: AsyncParsableCommand {
                 guard EndpointSecurity.isAcceptable(url) else {
                     throw ValidationError("--server-url must be https (plain http only on loopback).")
                 }
-                guard issuer == nil, endpoints.isEmpty, !allowPasswordGrant, region == nil, userPoolID == nil else {
+                guard issuer == nil, endpoints.isEmpty, !allowPasswordGrant, region == nil, userPoolID == nil, !dpop,
+                    resources.isEmpty
+                else {
                     throw ValidationError(
-                        "--issuer, --endpoint, --allow-password-grant and the Cognito options are not for --ping-journey."
+                        "--issuer, --endpoint, --allow-password-grant, --dpop, --resource and the Cognito options are not for --ping-journey."
                     )
                 }
                 if let redirectURI, URL(string: redirectURI)?.scheme == nil {
@@ -106,9 +119,10 @@ struct ProviderCommand: AsyncParsableCommand {
                 guard region != nil, userPoolID != nil else {
                     throw ValidationError("--cognito needs --region and --user-pool-id.")
                 }
-                guard issuer == nil, endpoints.isEmpty, !allowPasswordGrant else {
+                guard issuer == nil, endpoints.isEmpty, !allowPasswordGrant, !dpop, resources.isEmpty else {
                     throw ValidationError(
-                        "--issuer, --endpoint and --allow-password-grant are for OpenID providers, not --cognito.")
+                        "--issuer, --endpoint, --allow-password-grant, --dpop and --resource are for OpenID providers, not --cognito."
+                    )
                 }
             } else {
                 guard let issuer, let url = URL(string: issuer), url.scheme != nil, url.host != nil else {
@@ -117,6 +131,9 @@ struct ProviderCommand: AsyncParsableCommand {
                 guard EndpointSecurity.isAcceptable(url) else {
                     throw ValidationError("--issuer must be https (plain http only on loopback).")
                 }
+            }
+            for resource in resources where !ResourceToken.isValidResource(resource) {
+                throw ValidationError("--resource must be an absolute URI without a fragment (RFC 8707): \(resource)")
             }
             for endpoint in endpoints {
                 let parts = endpoint.split(separator: "=", maxSplits: 1).map(String.init)
@@ -152,7 +169,8 @@ struct ProviderCommand: AsyncParsableCommand {
                 issuer: issuer, sealedClientSecret: sealedSecret,
                 scopes: scope.map { $0.split(separator: " ").map(String.init) }, authMethod: authMethod?.rawValue,
                 endpoints: endpointMap.isEmpty ? nil : endpointMap,
-                allowsPasswordGrant: allowPasswordGrant ? true : nil, region: region, userPoolID: userPoolID,
+                allowsPasswordGrant: allowPasswordGrant ? true : nil, dpop: dpop ? true : nil,
+                resources: resources.isEmpty ? nil : resources, region: region, userPoolID: userPoolID,
                 endpointURL: endpointURL, serverURL: serverURL, realm: realm, journey: journey, cookieName: cookieName,
                 redirectURI: redirectURI, gitHosts: gitHosts.isEmpty ? nil : gitHosts,
                 gitAllowsHTTP: gitAllowHTTP ? true : nil)
@@ -189,6 +207,10 @@ struct ProviderCommand: AsyncParsableCommand {
                             "clientId": .string(entry.clientID),
                         ]
                         if let identity = entry.identity { object["issuer"] = .string(identity.issuer) }
+                        if entry.kind == .openid { object["dpop"] = .bool(entry.dpop == true) }
+                        if let resources = entry.resources {
+                            object["resources"] = .array(resources.map(JSONValue.string))
+                        }
                         return object
                     })
                 return
@@ -196,7 +218,8 @@ struct ProviderCommand: AsyncParsableCommand {
             if providers.isEmpty { Output.line("No providers. Add one with `latchkey provider add`.") }
             for entry in providers {
                 Output.line(
-                    "\(entry.name)\t\(entry.kind.rawValue)\t\(entry.identity?.issuer ?? "?")\t\(entry.clientID)")
+                    "\(entry.name)\t\(entry.kind.rawValue)\t\(entry.identity?.issuer ?? "?")\t\(entry.clientID)\(entry.dpop == true ? "\tdpop" : "")"
+                )
             }
         }
     }

@@ -10,16 +10,34 @@ struct TokenCommand: AsyncParsableCommand {
     @Argument(
         help: "An account id, username or email; the default account if left out.", completion: Completions.accounts)
     var account: String?
+    @Option(help: "A token for this resource alone (RFC 8707): an absolute URI, its audience.") var resource: String?
+    @Option(help: "A token for these scopes only (space separated), fewer than the account's.") var scope: String?
+
+    func validate() throws {
+        if let resource, !ResourceToken.isValidResource(resource) {
+            throw ValidationError("--resource must be an absolute URI without a fragment (RFC 8707): \(resource)")
+        }
+    }
 
     func run() async throws {
+        let resource = resource.flatMap(URL.init(string:))
+        let scopes = scope.map { $0.split(separator: " ").map(String.init) }
         // Only go to the network (and retry the outbox) when the token must be refreshed.
-        let credential = try await global.account(account) {
-            $0.token.accessToken == nil || $0.token.expires(within: 60)
+        let key = ResourceToken.key(resource: resource?.absoluteString, scopes: scopes)
+        let credential = try await global.account(account) { stored in
+            guard resource != nil || scopes != nil else {
+                return stored.token.accessToken == nil || stored.token.expires(within: 60)
+            }
+            return stored.token.resourceTokens[key]?.isValid(for: 60, at: Date()) != true
         }
         .credential
         let token: String
         do {
-            token = try await credential.accessToken()
+            if resource != nil || scopes != nil {
+                token = try await credential.accessToken(for: resource, scopes: scopes)
+            } else {
+                token = try await credential.accessToken()
+            }
         } catch {
             throw CLIError.provider(error, doing: "No access token")
         }
@@ -27,6 +45,11 @@ struct TokenCommand: AsyncParsableCommand {
             Output.json(["accessToken": token])
         } else {
             Output.line(token)
+        }
+        if try await credential.token.dpop != nil, Output.errorIsTerminal {
+            Output.note(
+                "This token is bound to the account's key (DPoP): a request needs a proof with it. Use `latchkey api URL`, or `latchkey proof METHOD URL` for curl."
+            )
         }
     }
 }

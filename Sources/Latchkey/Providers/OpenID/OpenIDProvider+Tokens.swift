@@ -99,10 +99,11 @@ extension OpenIDProvider {
     }
 
     /// Asks for an access token for `resource` (RFC 8707 §2.2), for `scopes` or the grant's.
-    public func exchangeRefreshToken(of token: Token, resource: String, scopes: [String]?) async throws(ProviderError)
+    public func exchangeRefreshToken(of token: Token, resource: String?, scopes: [String]?) async throws(ProviderError)
         -> Token
     {
-        var fields = [("resource", resource)]
+        var fields: [(String, String)] = []
+        if let resource { fields.append(("resource", resource)) }
         if let scopes { fields.append(("scope", scopes.joined(separator: " "))) }
         return try await refreshRequest(of: token, adding: fields)
     }

@@ -123,7 +123,9 @@ extension Home {
                 configuration: OpenIDProviderConfiguration(
                     issuer: issuer, clientID: entry.clientID, authentication: entry.authentication(secret: secret),
                     scopes: entry.scopes ?? ["openid", "profile", "email", "offline_access"], endpoints: endpoints,
-                    requestOptions: options, allowsPasswordGrant: entry.allowsPasswordGrant ?? false),
+                    requestOptions: options, allowsPasswordGrant: entry.allowsPasswordGrant ?? false,
+                    dpop: entry.dpop == true ? .required : .never,
+                    resources: (entry.resources ?? []).compactMap(URL.init(string:))),
                 transport: transport, logger: logger)
         case .cognito:
             guard let region = entry.region, let pool = entry.userPoolID else {

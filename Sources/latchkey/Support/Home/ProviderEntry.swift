@@ -22,6 +22,10 @@ struct ProviderEntry: Codable, Sendable {
     var endpoints: [String: String]?
     /// Whether `login --username … --password-stdin` may use the password grant (off unless asked).
     var allowsPasswordGrant: Bool?
+    /// Whether sign-ins bind the account's tokens to a key of its own (DPoP, RFC 9449).
+    var dpop: Bool?
+    /// The resources (RFC 8707) a browser sign-in asks the grant to cover.
+    var resources: [String]?
     // Cognito
     var region: String?
     var userPoolID: String?
