@@ -110,9 +110,11 @@ struct DPoPTests {
         }
     }
 
-    @Test("one account's key destroyed: that account must sign in again, and the other keeps working")
-    func lostKey() async throws {
-        try await withHarness(.dev, tweak: Self.bound) { harness in
+    @Test(
+        "one account's key destroyed: that account must sign in again, and the other keeps working",
+        arguments: ProviderKind.enabled)
+    func lostKey(_ kind: ProviderKind) async throws {
+        try await withHarness(kind, tweak: Self.bound) { harness in
             let alice = try await Self.signIn(harness)
             let bob = try await Self.signIn(harness, "bob")
             // Alice's key goes missing from her sealed record (a store written by a build that
@@ -129,9 +131,9 @@ struct DPoPTests {
             let refresh = await #expect(throws: ProviderError.self) { try await alice.refresh() }
             #expect(refresh?.code == .dpopKeyUnavailable)
             #expect(refresh?.requiresSignIn == true)
-            let dev = try #require(harness.dev)
+            let userinfo = try #require(URL(string: "https://resource.latchkey.test/userinfo"))
             let authorize = await #expect(throws: ProviderError.self) {
-                try await alice.authorized(HTTPRequest(method: .get, url: dev.url(.userinfo)))
+                try await alice.authorized(HTTPRequest(method: .get, url: userinfo))
             }
             #expect(authorize?.code == .dpopKeyUnavailable)
             #expect(try await alice.stored().state.needsSignIn)
@@ -142,9 +144,9 @@ struct DPoPTests {
         }
     }
 
-    @Test("a sign-out of bound tokens leaves none of them active")
-    func signOut() async throws {
-        try await withHarness(.dev, tweak: Self.bound) { harness in
+    @Test("a sign-out of bound tokens leaves none of them active", arguments: ProviderKind.enabled)
+    func signOut(_ kind: ProviderKind) async throws {
+        try await withHarness(kind, tweak: Self.bound) { harness in
             let alice = try await Self.signIn(harness)
             let token = try await alice.token
             let result = await harness.store.signOut(.account(alice.id))

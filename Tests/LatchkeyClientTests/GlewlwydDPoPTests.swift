@@ -57,20 +57,6 @@ struct GlewlwydDPoPTests {
         }
     }
 
-    @Test("a sign-out of bound tokens leaves none of them active")
-    func signOut() async throws {
-        try await withHarness(.glewlwyd, tweak: Self.bound) { harness in
-            let alice = try await DPoPTests.signIn(harness)
-            let token = try await alice.token
-            let result = await harness.store.signOut(.account(alice.id))
-            #expect(result.signedOutLocally, "\(result)")
-            #expect(result.failures.isEmpty, "\(result)")
-            #expect(try await harness.isActive(token.accessToken) == false)
-            let refresh = try await harness.inspector.introspect(try #require(token.refreshToken), kind: .refreshToken)
-            #expect(refresh.active == false)
-        }
-    }
-
     /// The issue asked for every call to succeed here. No client that answers a challenge once
     /// can promise that: Glewlwyd's one nonce per client changes after every second accepted
     /// proof, so while eight processes call at once, a retry's fresh nonce is often spent by two
