@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Latchkey
 import LatchkeyDevProvider
+import LatchkeySQLite
 import LatchkeyTestSupport
 import Testing
 
@@ -107,6 +108,28 @@ struct DPoPTests {
             #expect(dev.faults.count("dpop.refused") == 6)
             // The refresh token was not spent: the next refresh goes through.
             try await alice.refresh()
+        }
+    }
+
+    @Test("a nonce one process learned is where the next process starts: it meets no challenge")
+    func sharedNonces() async throws {
+        try await withHarness(.dev, tweak: Self.bound) { harness in
+            let dev = try #require(harness.dev)
+            await dev.requireDPoPNonces(rotatingAfter: 100)
+            let folder = try TemporaryFolder()
+            defer { folder.cleanUp() }
+            let path = folder.file("credentials.sqlite")
+            let first = try await CredentialStore.sqlite(at: path)
+            let alice = try await harness.provider.signIn(
+                .password(username: "alice", password: "alice-password"), into: first)
+            #expect(dev.faults.count("dpop.refused") == 1)
+            // Another process: its own store handle and provider, nothing in memory.
+            let second = try await CredentialStore.sqlite(at: path)
+            let provider = OpenIDProvider(configuration: harness.provider.configuration, transport: transport)
+            let again = await provider.credential(alice.id, in: second)
+            #expect(try await again.userInfo()["preferred_username"] == .string("alice"))
+            try await again.refresh()
+            #expect(dev.faults.count("dpop.refused") == 1)
         }
     }
 

@@ -165,6 +165,13 @@ public actor CredentialStore {
         (provider as? OpenIDProvider)?.dpopNonces.share(through: storage as? any DPoPNonceStorage)
     }
 
+    /// Shares `provider`'s DPoP nonces, and writes to the store those it learned before (at a
+    /// sign-in), so that the next process starts from them.
+    nonisolated func shareDPoPNonces(learnedBy provider: any IdentityProvider) async {
+        shareDPoPNonces(with: provider)
+        await (provider as? OpenIDProvider)?.dpopNonces.flush()
+    }
+
     /// The registered provider of `identity`.
     public func provider(for identity: ProviderIdentity) -> (any IdentityProvider)? {
         providers[identity]

@@ -24,13 +24,29 @@ package final class DPoPNonces: Sendable {
         shared.withLock { if $0 == nil { $0 = storage } }
     }
 
-    /// The nonce last given by the server at `url`'s origin.
+    /// The nonce last given by the server at `url`'s origin. The store is read for a server that
+    /// gives nonces, and once for any other (one that never did costs no read per request; if it
+    /// starts to, its first challenge tells this process).
     package func nonce(for url: URL) async -> String? {
         let key = self.key(for: url)
-        if let storage = shared.withLock({ $0 }), let nonce = try? await storage.dpopNonce(for: key) {
-            return nonce
+        // nil: never looked; "": looked, and the server gave none.
+        let known = nonces.withLock { nonces in
+            defer { if nonces[key] == nil { nonces[key] = "" } }
+            return nonces[key]
         }
-        return nonces.withLock { $0[key] }
+        if known != "", let storage = shared.withLock({ $0 }), let stored = try? await storage.dpopNonce(for: key) {
+            nonces.withLock { $0[key] = stored }
+            return stored
+        }
+        return known?.isEmpty == false ? known : nil
+    }
+
+    /// Writes the nonces learned before the store was known (a sign-in's) to the store.
+    package func flush() async {
+        guard let storage = shared.withLock({ $0 }) else { return }
+        for (key, nonce) in nonces.withLock({ $0 }) where !nonce.isEmpty {
+            try? await storage.setDPoPNonce(nonce, for: key)
+        }
     }
 
     /// Keeps `nonce` as the one the server at `url`'s origin wants next.
@@ -40,6 +56,7 @@ package final class DPoPNonces: Sendable {
             defer { nonces[key] = nonce }
             return nonces[key] != nonce
         }
+        guard !nonce.isEmpty else { return }
         if changed, let storage = shared.withLock({ $0 }) { try? await storage.setDPoPNonce(nonce, for: key) }
     }
 

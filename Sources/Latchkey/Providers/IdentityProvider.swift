@@ -131,6 +131,7 @@ extension IdentityProvider {
     ) async throws(ProviderError) -> Credential {
         let claims = await accountClaims(of: token)
         await store.register(self)
+        await store.shareDPoPNonces(learnedBy: self)
         let stored: StoredCredential
         do {
             stored = try await store.storeSignIn(
