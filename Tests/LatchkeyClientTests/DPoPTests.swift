@@ -111,6 +111,33 @@ struct DPoPTests {
         }
     }
 
+    @Test("a global sign-out of a bound account carries a proof, also from the outbox after a refresh")
+    func globalSignOut() async throws {
+        try await withHarness(.dev, tweak: Self.bound) { harness in
+            let dev = try #require(harness.dev)
+            _ = try await Self.signIn(harness)
+            let now = await harness.store.signOut(.current, options: .global)
+            #expect(now.failures.isEmpty, "\(now)")
+            #expect(await dev.liveGrants(of: "alice") == 0)
+
+            // Queued while the provider is away, then sent after the access token died: the
+            // refresh the outbox makes needs the key, sealed into the entry with the tokens.
+            let alice = try await Self.signIn(harness)
+            let accessToken = try #require(try await alice.token.accessToken)
+            dev.faults.set(.status(503), for: .globalSignOut)
+            let queued = await harness.store.signOut(.current, options: .global)
+            #expect(queued.signedOutLocally, "\(queued)")
+            #expect(!queued.failures.isEmpty)
+            dev.faults.clear(.globalSignOut)
+            try await harness.provider.revoke(accessToken, kind: .accessToken)
+            let report = await harness.store.drainOutbox(DrainOptions(includeNotDue: true))
+            let left = try await harness.store.outboxEntries().map { "\($0.action): \($0.lastError ?? "-")" }
+            #expect(report.failed == 0 && report.permanent == 0, "\(report) \(left)")
+            #expect(await dev.liveGrants(of: "alice") == 0)
+            #expect(dev.faults.count("dpop.refused") == 0)
+        }
+    }
+
     @Test("a nonce one process learned is where the next process starts: it meets no challenge")
     func sharedNonces() async throws {
         try await withHarness(.dev, tweak: Self.bound) { harness in

@@ -113,18 +113,37 @@ struct SignOutPlanTests {
                 "revoke-device-secret after global", "end-session after global",
             ]),
         Row(
-            name: "global that fails under server-first keeps the account, dropping what was revoked",
+            name: "global that fails under server-first keeps the account and its tokens, to try again with",
             options: options(global: true, policy: .serverFirst), support: .supported,
             script: Script(global: .failure(offline)),
-            actions: [
-                "global", "revoke access_token,refresh_token,device_secret",
-                "keep access_token,device_secret,refresh_token",
-            ],
+            actions: ["global", "keep "],
             steps: [
-                "refresh skipped", "global-signout failed", "revoke-access-token succeeded",
-                "revoke-refresh-token succeeded", "revoke-device-secret succeeded", "local-removal skipped",
+                "refresh skipped", "global-signout failed", "revoke-access-token skipped",
+                "revoke-refresh-token skipped", "revoke-device-secret skipped", "local-removal skipped",
             ],
             stillSignedIn: .serverStepFailed),
+        Row(
+            name:
+                "global that fails for now under always-local: the revocations are held back and queued after it, which needs the tokens alive",
+            options: options(global: true), support: .supported, script: Script(global: .failure(offline)),
+            actions: ["global", "queue", "remove"],
+            steps: [
+                "refresh skipped", "global-signout queued", "revoke-access-token queued", "revoke-refresh-token queued",
+                "revoke-device-secret queued", "local-removal succeeded",
+            ],
+            queued: [
+                "global-signout", "revoke-access-token after global", "revoke-refresh-token after global",
+                "revoke-device-secret after global",
+            ]),
+        Row(
+            name: "global refused for good: nothing to wait for, the revocations go now",
+            options: options(global: true), support: .supported, script: Script(global: .failure(refused)),
+            actions: ["global", "revoke access_token,refresh_token,device_secret", "queue", "remove"],
+            steps: [
+                "refresh skipped", "global-signout queued", "revoke-access-token succeeded",
+                "revoke-refresh-token succeeded", "revoke-device-secret succeeded", "local-removal succeeded",
+            ],
+            queued: ["global-signout"]),
         Row(
             name: "a failed revocation under always-local is queued alone, waiting for nothing",
             options: options(), support: .unsupported, script: Script(failing: [.refreshToken]),

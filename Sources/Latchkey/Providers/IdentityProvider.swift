@@ -49,6 +49,10 @@ public protocol IdentityProvider: Sendable {
     /// Throws ``ProviderError/Code/unsupported`` when the provider has no such mechanism.
     func globalSignOut(accessToken: String) async throws(ProviderError)
 
+    /// Signs the user out on every device with `token`'s access token (and, for tokens bound
+    /// to the account's key, a DPoP proof).
+    func globalSignOut(for token: Token) async throws(ProviderError)
+
     /// Ends the provider's session for this sign-in (RP-initiated logout). Returns `nil` when
     /// that happened server to server, or a URL a browser must open to finish it. Throws
     /// ``ProviderError/Code/unsupported`` when the provider has no such endpoint.
@@ -97,6 +101,14 @@ extension IdentityProvider {
             throw ProviderError(.unsupported, endpoint: .userinfo, reason: "The credential has no access token.")
         }
         return try await userInfo(accessToken: accessToken)
+    }
+
+    /// Signs out everywhere with `token`'s access token as a bearer token.
+    public func globalSignOut(for token: Token) async throws(ProviderError) {
+        guard let accessToken = token.accessToken else {
+            throw ProviderError(.unsupported, endpoint: .globalSignOut, reason: "Nothing to sign out with.")
+        }
+        try await globalSignOut(accessToken: accessToken)
     }
 
     public func globalSignOut(accessToken: String) async throws(ProviderError) {

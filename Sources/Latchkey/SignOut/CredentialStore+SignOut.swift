@@ -241,11 +241,11 @@ extension CredentialStore {
     private static func globalSignOut(_ token: Token, provider: (any IdentityProvider)?) async -> Result<
         Void, ProviderError
     > {
-        guard let provider, let accessToken = token.accessToken else {
+        guard let provider, token.accessToken != nil else {
             return .failure(ProviderError(.unsupported, endpoint: .globalSignOut, reason: "Nothing to sign out with."))
         }
         do throws(ProviderError) {
-            try await provider.globalSignOut(accessToken: accessToken)
+            try await provider.globalSignOut(for: token)
             return .success(())
         } catch {
             return .failure(error)

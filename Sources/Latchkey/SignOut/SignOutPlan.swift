@@ -8,7 +8,8 @@ package import Foundation
 /// a store.
 ///
 /// The order: a refresh when a global sign-out needs a valid access token and there is none;
-/// the global sign-out (before any revocation, which could kill the access token it needs);
+/// the global sign-out (before any revocation, which could kill the access token it needs; when
+/// it fails for now, the revocations are held back and follow it);
 /// the revocations and the end of the provider session, at once; the hooks; then, under
 /// ``SignOutPolicy/serverFirst``, keeping the account when a step failed; under
 /// ``SignOutPolicy/alwaysLocal``, queueing every server step that failed (a queued revocation or
@@ -165,8 +166,26 @@ package struct SignOutPlan: Sendable {
             record(
                 .globalSignOut, .failed, reason: .init(.failed, error.description), error: error,
                 retryable: error.isRetryable)
+            if error.isRetryable { return holdingRevocations() }
         }
         return revocations()
+    }
+
+    /// After a global sign-out that may go through later: revoking now would kill the tokens it
+    /// needs then. Under always-local the revocations are queued after it; under server-first
+    /// the account keeps them, to sign out with next time. The end of the session goes now.
+    private mutating func holdingRevocations() -> Action {
+        let held = SignOutStep.Reason(
+            .heldForGlobalSignOut, "not sent: the global sign-out that failed needs the tokens alive; it goes first")
+        for kind in revokes ? tokens.revocable : [] {
+            if options.policy == .serverFirst {
+                record(.revoke(kind), .skipped, reason: held)
+            } else {
+                record(.revoke(kind), .failed, reason: held, retryable: true)
+            }
+        }
+        guard hasProvider, endsSession else { return hook(0) }
+        return .revokeAndEndSession(revoke: [], endSession: true)
     }
 
     /// The revocations' outcomes, kind by kind, and the end-session request's (`nil` when none
@@ -174,7 +193,7 @@ package struct SignOutPlan: Sendable {
     package mutating func revoked(_ outcomes: [TokenKind: RevocationOutcome], endSession: Result<URL?, ProviderError>?)
         -> Action
     {
-        for kind in revokes ? tokens.revocable : [] {
+        for kind in revokes ? tokens.revocable : [] where !steps.contains(where: { $0.kind == .revoke(kind) }) {
             switch outcomes[kind] {
             case .revoked?:
                 record(.revoke(kind), .succeeded)

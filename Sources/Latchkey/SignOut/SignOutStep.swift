@@ -89,7 +89,7 @@ extension SignOutStep {
             private enum Base: String, Sendable, Hashable {
                 case failed, accessTokenStillValid, endsWithRefreshToken, unsupported, supportUnknown, needsBrowser,
                     noEndSessionEndpoint, alreadyRemoved, serverStepFailed, notQueued, noProvider, noAccessToken,
-                    hookFailed
+                    hookFailed, heldForGlobalSignOut
             }
 
             private let base: Base
@@ -120,6 +120,9 @@ extension SignOutStep {
             public static let noAccessToken = Code(base: .noAccessToken)
             /// An application hook threw.
             public static let hookFailed = Code(base: .hookFailed)
+            /// Not sent: the global sign-out failed for now, and revoking would kill the tokens it
+            /// needs to go through later. Queued after it (always-local), or kept (server-first).
+            public static let heldForGlobalSignOut = Code(base: .heldForGlobalSignOut)
 
             public var description: String { base.rawValue }
         }

@@ -194,7 +194,8 @@ struct Endpoints: Sendable {
 
     func globalSignOut(_ request: Request, _ context: ProviderContext) async throws -> Response {
         guard request.method == .post else { throw OAuthFailure.invalidRequest("Global sign-out takes POST.") }
-        let grant = try await state.authorize(accessToken: try bearerToken(request))
+        let grant = try await state.authorize(
+            accessToken: try await provenAccessToken(request, context, endpoint: .globalSignOut))
         let ended = await state.signOutEverywhere(username: grant.username)
         await journeys.endAll(username: grant.username)
         return Reply.json(["sessions_ended": ended.sessions, "grants_revoked": ended.grants])

@@ -46,6 +46,14 @@ extension OpenIDProvider {
     /// advertises one as `latchkey_global_signout_endpoint`). Providers without one throw
     /// ``ProviderError/Code/unsupported``.
     public func globalSignOut(accessToken: String) async throws(ProviderError) {
+        try await globalSignOut(for: Token(accessToken: accessToken, issuedAt: now(), provider: identity))
+    }
+
+    /// Global sign-out with `token`'s access token, and a DPoP proof when it is bound.
+    public func globalSignOut(for token: Token) async throws(ProviderError) {
+        guard let accessToken = token.accessToken else {
+            throw ProviderError(.unsupported, endpoint: .globalSignOut, reason: "Nothing to sign out with.")
+        }
         let url: URL
         do {
             url = try await endpoint(.globalSignOut)
@@ -53,8 +61,10 @@ extension OpenIDProvider {
             throw ProviderError(
                 .unsupported, endpoint: .globalSignOut, reason: "The provider has no global sign-out endpoint.")
         }
-        _ = try await wire.exchange(
-            .form(.globalSignOut, url, [], clientID: configuration.clientID, authentication: nil, bearer: accessToken))
+        var request = ProviderRequest.form(
+            .globalSignOut, url, [], clientID: configuration.clientID, authentication: nil, bearer: accessToken)
+        if token.tokenType.lowercased() == "dpop" { request.proof = try proof(for: token, carrying: accessToken) }
+        _ = try await wire.exchange(request)
     }
 
     /// Whether discovery or configuration names a global sign-out endpoint. Throws when the

@@ -63,9 +63,10 @@ extension CredentialStore {
                 metadata: ["entry": "\(entry.id)"])
             return .done
         }
-        if let accessToken = grant.accessToken, grant.accessTokenExpiresAt.map({ $0 > now() }) ?? true {
+        let current = grant.token(of: entry.provider, issuedAt: now())
+        if grant.accessToken != nil, grant.accessTokenExpiresAt.map({ $0 > now() }) ?? true {
             do {
-                try await provider.globalSignOut(accessToken: accessToken)
+                try await provider.globalSignOut(for: current)
                 return .done
             } catch  where error.rejectedAccessToken && grant.refreshToken != nil {
                 logger.debug("the queued access token was rejected; refreshing", metadata: ["entry": "\(entry.id)"])
@@ -78,7 +79,6 @@ extension CredentialStore {
                     "The queued global sign-out has no valid access token and no refresh token to get one; sign in and sign out everywhere again."
             )
         }
-        let current = grant.token(of: entry.provider, issuedAt: now())
         try await provider.prepareRefresh(of: current)
         // From the refresh request until its answer is sealed into the entry: work that must finish.
         let (fresh, changed, storageFailure) = try await UninterruptibleWork.run {
@@ -103,13 +103,13 @@ extension CredentialStore {
             }
         }
         if let storageFailure { return .failed(.storage(storageFailure), changed: changed) }
-        guard let accessToken = fresh.accessToken else {
+        guard fresh.accessToken != nil else {
             return .failed(
                 ProviderError(.invalidResponse, endpoint: .token, reason: "The refresh gave no access token."),
                 changed: changed)
         }
         do throws(ProviderError) {
-            try await provider.globalSignOut(accessToken: accessToken)
+            try await provider.globalSignOut(for: fresh)
             return .done
         } catch {
             return .failed(error, changed: changed)

@@ -129,6 +129,10 @@ package struct OutboxGrant: Sendable, Hashable, Codable {
     package var refreshToken: String?
     package var idToken: String?
     package var tokenType: String
+    /// The key the tokens are bound to (DPoP), sealed with them: without it a bound refresh
+    /// token gets no access token to sign out with.
+    package var dpopThumbprint: String?
+    package var dpopKey: String?
 
     package init(_ token: Token) {
         accessToken = token.accessToken
@@ -136,13 +140,20 @@ package struct OutboxGrant: Sendable, Hashable, Codable {
         refreshToken = token.refreshToken
         idToken = token.idToken
         tokenType = token.tokenType
+        dpopThumbprint = token.dpop?.thumbprint
+        dpopKey = token.dpop?.key.map { Base64URL.encode($0.rawRepresentation) }
     }
 
     /// The grant as a ``Token`` of `provider`, to refresh with.
     package func token(of provider: ProviderIdentity, issuedAt: Date) -> Token {
         Token(
             accessToken: accessToken, tokenType: tokenType, refreshToken: refreshToken, idToken: idToken,
-            issuedAt: issuedAt, expiresAt: accessTokenExpiresAt, provider: provider)
+            issuedAt: issuedAt, expiresAt: accessTokenExpiresAt, provider: provider,
+            dpop: dpopThumbprint.map { thumbprint in
+                DPoPBinding(
+                    thumbprint: thumbprint,
+                    key: dpopKey.flatMap { Base64URL.decode($0) }.flatMap { DPoPKey(rawRepresentation: $0) })
+            })
     }
 
     /// The JSON text the entry seals.
