@@ -99,4 +99,17 @@ struct DPoPProofTests {
         #expect(shown.contains(key.thumbprint))
         #expect(!shown.contains(key.rawRepresentation.base64EncodedString()))
     }
+
+    @Test("what a server chose (a nonce) and a URL are written as JSON strings that read back the same")
+    func escaping() throws {
+        let nonce = "a\"b\\c\u{1}d\n/é"
+        let url = try #require(URL(string: "https://api.example/a%22b/c"))
+        let proof = DPoPProof(method: "GET", url: url, issuedAt: Date(timeIntervalSince1970: 7), nonce: nonce, id: "j")
+        let claims = try #require(
+            try JSONSerialization.jsonObject(with: Data(proof.claimsJSON.utf8)) as? [String: Any])
+        #expect(claims["nonce"] as? String == nonce)
+        #expect(claims["htu"] as? String == "https://api.example/a%22b/c")
+        #expect(claims["iat"] as? Int == 7)
+        #expect(claims["jti"] as? String == "j")
+    }
 }

@@ -7,17 +7,28 @@ package import Foundation
 /// the key by its thumbprint only.
 public struct DPoPKey: Sendable, Hashable, CustomStringConvertible, CustomReflectable {
     private let key: P256.Signing.PrivateKey
+    /// The proofs' JOSE header, encoded once: it is the same for every proof of the key.
+    fileprivate let encodedHeader: String
 
     /// A new key.
     package init() {
-        key = P256.Signing.PrivateKey()
+        self.init(P256.Signing.PrivateKey())
     }
 
     /// The key whose private half is `rawRepresentation` (32 bytes); `nil` when those bytes are
     /// no P-256 private key.
     package init?(rawRepresentation: Data) {
         guard let key = try? P256.Signing.PrivateKey(rawRepresentation: rawRepresentation) else { return nil }
+        self.init(key)
+    }
+
+    private init(_ key: P256.Signing.PrivateKey) {
         self.key = key
+        let point = key.publicKey.rawRepresentation  // x ‖ y, 32 bytes each
+        // RFC 9449 §4.2: typ, alg, and the public key; keys in order, as JSON writes them sorted.
+        let header =
+            #"{"alg":"ES256","jwk":{"crv":"P-256","kty":"EC","x":"\#(Base64URL.encode(point.prefix(32)))","y":"\#(Base64URL.encode(point.suffix(32)))"},"typ":"dpop+jwt"}"#
+        encodedHeader = Base64URL.encode(Data(header.utf8))
     }
 
     /// The private half, for sealing into the store and nothing else.
@@ -97,29 +108,47 @@ package struct DPoPProof: Sendable {
         return components.string ?? url.absoluteString
     }
 
-    /// The claims the proof carries.
-    package var claims: [String: Any] {
-        var claims: [String: Any] = [
-            "jti": id, "htm": method, "htu": targetURI,
-            "iat": ProviderNumbers.integer(
-                issuedAt.timeIntervalSince1970.rounded(.down), fallback: 0, in: Int.min...Int.max),
-        ]
-        if let accessToken { claims["ath"] = Base64URL.encode(Data(SHA256.hash(data: Data(accessToken.utf8)))) }
-        if let nonce { claims["nonce"] = nonce }
-        return claims
+    /// The claims the proof carries, as the JSON text signed (keys sorted).
+    package var claimsJSON: String {
+        let iat = ProviderNumbers.integer(
+            issuedAt.timeIntervalSince1970.rounded(.down), fallback: 0, in: Int.min...Int.max)
+        var members: [String] = []
+        if let accessToken {
+            members.append(#""ath":"# + Self.quoted(Base64URL.encode(Data(SHA256.hash(data: Data(accessToken.utf8))))))
+        }
+        members += [#""htm":"# + Self.quoted(method), #""htu":"# + Self.quoted(targetURI), #""iat":\#(iat)"#]
+        members.append(#""jti":"# + Self.quoted(id))
+        if let nonce { members.append(#""nonce":"# + Self.quoted(nonce)) }
+        return "{" + members.joined(separator: ",") + "}"
     }
 
     /// The signed proof, the `DPoP` header's value.
     package func signed(with key: DPoPKey) throws(ProviderError) -> String {
-        let header: [String: Any] = ["typ": "dpop+jwt", "alg": "ES256", "jwk": key.publicJWK]
+        let input = key.encodedHeader + "." + Base64URL.encode(Data(claimsJSON.utf8))
         do {
-            let options: JSONSerialization.WritingOptions = [.sortedKeys, .withoutEscapingSlashes]
-            let input =
-                Base64URL.encode(try JSONSerialization.data(withJSONObject: header, options: options)) + "."
-                + Base64URL.encode(try JSONSerialization.data(withJSONObject: claims, options: options))
             return input + "." + Base64URL.encode(try key.sign(Data(input.utf8)))
         } catch {
             throw ProviderError(.unsupported, reason: "A DPoP proof could not be signed.")
         }
+    }
+
+    /// `text` as a JSON string (RFC 8259 §7): quotes, backslashes and control characters escaped.
+    static func quoted(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20:
+                out +=
+                    "\\u" + String(repeating: "0", count: 4 - String(scalar.value, radix: 16).count)
+                    + String(scalar.value, radix: 16)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
     }
 }
