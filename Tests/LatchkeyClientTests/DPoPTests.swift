@@ -181,6 +181,11 @@ struct DPoPTests {
             let refresh = await #expect(throws: ProviderError.self) { try await alice.refresh() }
             #expect(refresh?.code == .dpopKeyUnavailable)
             #expect(refresh?.requiresSignIn == true)
+            // The grant nothing can use any more was ended at the provider.
+            let refreshToken = try #require(stored.token.refreshToken)
+            #expect(try await harness.inspector.introspect(refreshToken, kind: .refreshToken).active == false)
+            let again = await #expect(throws: ProviderError.self) { try await alice.refresh() }
+            #expect(again?.code == .dpopKeyUnavailable)
             let userinfo = try #require(URL(string: "https://resource.latchkey.test/userinfo"))
             let authorize = await #expect(throws: ProviderError.self) {
                 try await alice.authorized(HTTPRequest(method: .get, url: userinfo))

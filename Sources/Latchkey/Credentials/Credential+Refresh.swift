@@ -33,6 +33,8 @@ extension Credential {
         {
             return (current.token, accessToken)
         }
+        // Known already: the key is gone and the grant was ended; nothing to send.
+        if current.state.needsSignIn, current.token.dpop?.isKeyAvailable == false { throw .dpopKeyUnavailable }
         let refreshed = try await sharedRefresh(.accessToken(minimumValidity), of: current.token).get()
         guard let accessToken = refreshed.token.accessToken else {
             throw ProviderError(.invalidResponse, endpoint: .token, reason: "The refresh gave no access token.")
@@ -115,11 +117,20 @@ extension Credential {
     /// the credential's transaction.
     private func performRefresh(_ need: RefreshNeed, preparing token: Token) async -> Result<Refreshed, ProviderError> {
         let provider = self.provider
+        let result: Result<Refreshed, ProviderError>
         do throws(ProviderError) {
             try await provider.prepareRefresh(of: token)
-            return try await transaction { transaction in await transaction.refresh(need, with: provider) }
+            result = try await transaction { transaction in await transaction.refresh(need, with: provider) }
         } catch {
-            return .failure(error)
+            result = .failure(error)
         }
+        if case .failure(let error) = result, error.code == .dpopKeyUnavailable {
+            // The grant can never be used again: revoked now, or queued, so that it does not
+            // stay alive on the server with nothing able to end it. After the lease: the outbox
+            // write must not wait for it.
+            store.logger.notice("the DPoP key is gone; ending the grant", metadata: ["credential": "\(id)"])
+            await store.retire(token, replacedBy: nil, account: nil, provider: provider)
+        }
+        return result
     }
 }
