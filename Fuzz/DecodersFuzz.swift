@@ -1,5 +1,5 @@
 // libFuzzer target for Latchkey's decoders of untrusted input: the token response (RFC 6749
-// §5.1) and the claims of a compact JWS. Built by scripts/fuzz with -sanitize=fuzzer,address.
+// §5.1), a stored token, and the claims of a compact JWS. Built by scripts/fuzz with -sanitize=fuzzer,address.
 import Foundation
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -11,6 +11,12 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
         _ = Token(
             response: response, issuedAt: Date(), provider: ProviderIdentity(issuer: "https://i.example", clientID: "c")
         )
+    }
+    // A stored token (what a seal opens to), with its DPoP key and resource tokens: decoded or
+    // refused, never a crash, and never a key that does not match its thumbprint.
+    if let token = try? JSONDecoder().decode(Token.self, from: data) {
+        _ = token.description
+        if let binding = token.dpop, let key = binding.key { precondition(key.thumbprint == binding.thumbprint) }
     }
     // JWT claims: the same bytes as a compact JWS, and as its payload.
     let text = String(decoding: data, as: UTF8.self)
