@@ -240,8 +240,9 @@ struct SignOutTests: SignOutDevicesTest {
         try await withDevices { devices in
             var tokens: [Token] = []
             for user in ["alice", "bob"] { tokens.append(try await devices.signIn(devices.a, user).token) }
-            // Slow revocations overlap when they are sent at once, however loaded the machine is.
-            devices.dev.faults.set(.latency(milliseconds: 1_000), for: .revocation)
+            // Slow revocations overlap when they are sent at once, however loaded the machine is
+            // (under the thread sanitizer, with the whole suite beside it, a second was not enough).
+            devices.dev.faults.set(.latency(milliseconds: TestTiming.scaled(milliseconds: 1_000)), for: .revocation)
             let result = await devices.a.signOut(.all)
             guard case .complete = result else {
                 Issue.record("expected complete, got \(result)")
