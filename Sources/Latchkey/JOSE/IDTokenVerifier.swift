@@ -118,49 +118,21 @@ public struct IDTokenVerifier: Sendable {
         keys: @Sendable (_ refetch: Bool) async throws -> JWKS
     ) async throws(IDTokenError) -> IDTokenClaims {
         guard token.utf8.count <= Self.maximumLength else { throw IDTokenError(.tooLarge) }
-        // jwt-kit's parser: the header and a typed payload, nothing checked yet.
-        let parsed: (header: JWTHeader, payload: IDTokenPayload, signature: Data)
+        let parsed: (header: JWTHeader, payload: IDTokenPayload)
         do {
-            parsed = try DefaultJWTParser().parse(Array(token.utf8), as: IDTokenPayload.self)
+            parsed = try await SignedJWT.verify(token, as: IDTokenPayload.self, algorithms: algorithms, keys: keys)
         } catch {
-            throw IDTokenError(.malformed)
-        }
-        guard let algorithm = parsed.header.alg, algorithms.contains(JWSAlgorithm(rawValue: algorithm)) else {
-            throw IDTokenError(.algorithmNotAllowed)
-        }
-        var jwk = try await key(for: parsed.header.kid, algorithm: algorithm, keys: keys)
-        guard let expected = JWK.Algorithm(rawValue: algorithm), jwk.algorithm == nil || jwk.algorithm == expected
-        else { throw IDTokenError(.algorithmNotAllowed) }
-        jwk.algorithm = expected
-        // A key set publishes public keys; a private part in it is never used (building a private
-        // RSA key from a hostile one traps inside swift-crypto).
-        (jwk.privateExponent, jwk.prime1, jwk.prime2) = (nil, nil, nil)
-        do {
-            let collection = try await JWTKeyCollection().add(jwk: jwk, isDefault: true)
-            _ = try await collection.verify(token, as: IDTokenPayload.self)
-        } catch {
-            throw IDTokenError(.invalidSignature)
-        }
-        try check(
-            parsed.payload, algorithm: algorithm, nonce: nonce, accessToken: accessToken, subject: subject, now: now)
-        return IDTokenClaims(all: parsed.payload.all)
-    }
-
-    private func key(for kid: String?, algorithm: String, keys: @Sendable (Bool) async throws -> JWKS)
-        async throws(IDTokenError) -> JWK
-    {
-        let family: JWK.KeyType = algorithm.hasPrefix("ES") ? .ecdsa : .rsa
-        for refetch in [false, true] {
-            let set: JWKS
-            do { set = try await keys(refetch) } catch { throw IDTokenError(.unknownKey) }
-            let candidates = set.keys.filter { $0.keyType == family && ($0.keyIdentifier?.string == kid || kid == nil) }
-            if kid != nil, let match = candidates.first { return match }
-            if kid == nil, candidates.count == 1, let only = candidates.first { return only }
-            if set.keys.contains(where: { $0.keyIdentifier?.string == kid && kid != nil }) {
-                throw IDTokenError(.algorithmNotAllowed)  // the key exists but is of another type
+            switch error {
+            case .malformed: throw IDTokenError(.malformed)
+            case .algorithmNotAllowed: throw IDTokenError(.algorithmNotAllowed)
+            case .unknownKey: throw IDTokenError(.unknownKey)
+            case .invalidSignature: throw IDTokenError(.invalidSignature)
             }
         }
-        throw IDTokenError(.unknownKey)
+        try check(
+            parsed.payload, algorithm: parsed.header.alg ?? "", nonce: nonce, accessToken: accessToken,
+            subject: subject, now: now)
+        return IDTokenClaims(all: parsed.payload.all)
     }
 
     private func check(

@@ -1,0 +1,60 @@
+import Foundation
+import JWTKit
+
+/// The signature half of verifying a provider's JWT, written once for ID tokens and logout
+/// tokens: parse, check the algorithm against an allow-list, find the key in the provider's JWKS
+/// (fetching it once more for an unknown `kid`), and verify with that key's public half only.
+/// The claims are the caller's to check.
+enum SignedJWT {
+    /// Why the signature half failed.
+    enum Failure: Error, Sendable {
+        case malformed, algorithmNotAllowed, unknownKey, invalidSignature
+    }
+
+    /// `token`'s header and payload once its signature verifies with a key of `keys`.
+    static func verify<Payload: JWTPayload>(
+        _ token: String, as payload: Payload.Type, algorithms: Set<JWSAlgorithm>,
+        keys: @Sendable (_ refetch: Bool) async throws -> JWKS
+    ) async throws(Failure) -> (header: JWTHeader, payload: Payload) {
+        let parsed: (header: JWTHeader, payload: Payload, signature: Data)
+        do {
+            parsed = try DefaultJWTParser().parse(Array(token.utf8), as: Payload.self)
+        } catch {
+            throw .malformed
+        }
+        guard let algorithm = parsed.header.alg, algorithms.contains(JWSAlgorithm(rawValue: algorithm)) else {
+            throw .algorithmNotAllowed
+        }
+        var jwk = try await key(for: parsed.header.kid, algorithm: algorithm, keys: keys)
+        guard let expected = JWK.Algorithm(rawValue: algorithm), jwk.algorithm == nil || jwk.algorithm == expected
+        else { throw .algorithmNotAllowed }
+        jwk.algorithm = expected
+        // A key set publishes public keys; a private part in it is never used (building a private
+        // RSA key from a hostile one traps inside swift-crypto).
+        (jwk.privateExponent, jwk.prime1, jwk.prime2) = (nil, nil, nil)
+        do {
+            let collection = try await JWTKeyCollection().add(jwk: jwk, isDefault: true)
+            _ = try await collection.verify(token, as: Payload.self)
+        } catch {
+            throw .invalidSignature
+        }
+        return (parsed.header, parsed.payload)
+    }
+
+    private static func key(for kid: String?, algorithm: String, keys: @Sendable (Bool) async throws -> JWKS)
+        async throws(Failure) -> JWK
+    {
+        let family: JWK.KeyType = algorithm.hasPrefix("ES") ? .ecdsa : .rsa
+        for refetch in [false, true] {
+            let set: JWKS
+            do { set = try await keys(refetch) } catch { throw .unknownKey }
+            let candidates = set.keys.filter { $0.keyType == family && ($0.keyIdentifier?.string == kid || kid == nil) }
+            if kid != nil, let match = candidates.first { return match }
+            if kid == nil, candidates.count == 1, let only = candidates.first { return only }
+            if set.keys.contains(where: { $0.keyIdentifier?.string == kid && kid != nil }) {
+                throw .algorithmNotAllowed  // the key exists but is of another type
+            }
+        }
+        throw .unknownKey
+    }
+}
