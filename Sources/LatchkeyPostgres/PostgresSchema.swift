@@ -73,6 +73,35 @@ enum PostgresSchema {
         ],
         // Each credential's version is bound to its seal (`bindVersions` seals every row again).
         [],
+        [
+            """
+            CREATE TABLE IF NOT EXISTS latchkey_web_session (
+                handle text PRIMARY KEY,
+                credential_id text NOT NULL,
+                issuer text NOT NULL,
+                subject text,
+                sid text,
+                created_at double precision NOT NULL,
+                last_seen_at double precision NOT NULL,
+                expires_at double precision NOT NULL
+            )
+            """,
+            "CREATE INDEX IF NOT EXISTS latchkey_web_session_sid ON latchkey_web_session (issuer, sid)",
+            "CREATE INDEX IF NOT EXISTS latchkey_web_session_subject ON latchkey_web_session (issuer, subject)",
+            """
+            CREATE TABLE IF NOT EXISTS latchkey_web_pending_sign_in (
+                handle text PRIMARY KEY,
+                sealed bytea NOT NULL,
+                expires_at double precision NOT NULL
+            )
+            """,
+            """
+            CREATE TABLE IF NOT EXISTS latchkey_logout_token_seen (
+                id text PRIMARY KEY,
+                keep_until double precision NOT NULL
+            )
+            """,
+        ],
     ]
 
     /// The tags earlier versions kept Latchkey's state in.

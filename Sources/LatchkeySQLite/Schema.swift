@@ -131,6 +131,34 @@ enum Schema {
             // put back under the current version no longer opens.
             try bindVersions(db, sealer: sealer)
         },
+        { db, _ in
+            // Web sessions (keyed by the hash of their cookie), indexed for back-channel logout;
+            // pending sign-ins, sealed; the logout tokens seen, for the replay check.
+            try db.execute(
+                sql: """
+                    CREATE TABLE web_session (
+                        handle TEXT PRIMARY KEY NOT NULL,
+                        credential_id TEXT NOT NULL,
+                        issuer TEXT NOT NULL,
+                        subject TEXT,
+                        sid TEXT,
+                        created_at REAL NOT NULL,
+                        last_seen_at REAL NOT NULL,
+                        expires_at REAL NOT NULL
+                    );
+                    CREATE INDEX web_session_sid ON web_session(issuer, sid);
+                    CREATE INDEX web_session_subject ON web_session(issuer, subject);
+                    CREATE TABLE web_pending_sign_in (
+                        handle TEXT PRIMARY KEY NOT NULL,
+                        sealed BLOB NOT NULL,
+                        expires_at REAL NOT NULL
+                    );
+                    CREATE TABLE logout_token_seen (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        keep_until REAL NOT NULL
+                    );
+                    """)
+        },
     ]
 
     /// Seals every credential again with its version bound. A row that does not open is left as

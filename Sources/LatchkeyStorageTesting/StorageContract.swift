@@ -37,7 +37,19 @@ public enum StorageContract {
     }
 
     /// Every check.
-    public static var checks: [Check] { credentialChecks + leaseChecks + outboxChecks }
+    public static var checks: [Check] { credentialChecks + leaseChecks + outboxChecks + webSessionChecks }
+
+    /// The checks of `WebSessionStorage` (a backend that keeps no web sessions leaves them out).
+    public static let webSessionChecks: [Check] = [
+        Check(
+            name: "web sessions: read, indexed by sid and subject, touched, stale, removed once",
+            body: WebSessionChecks.sessions),
+        Check(
+            name: "web sessions and logout token ids: concurrent callers, one winner",
+            body: WebSessionChecks.removedOnce),
+        Check(name: "pending sign-ins are taken once and expire", body: WebSessionChecks.pendingSignIns),
+        Check(name: "logout token ids: a replay is refused until forgotten", body: WebSessionChecks.logoutTokens),
+    ]
 
     /// The checks of ``CredentialStorage``.
     public static let credentialChecks: [Check] = [

@@ -10,14 +10,21 @@ extension CredentialStore {
     ///
     /// When the tokens cannot be stored, nothing would hold the grant the provider just issued:
     /// it is ended the same way before the error is thrown.
+    ///
+    /// With `separate`, the sign-in is always a new credential: a web app's sessions each keep
+    /// their own grant, so that one browser signing out leaves the user's others alone.
     package func storeSignIn(
         _ token: Token, accountClaims: [String: JSONValue]?, tags: [String: String], makeDefault: Bool,
-        provider: any IdentityProvider
+        provider: any IdentityProvider, separate: Bool = false
     ) async throws(StorageError) -> StoredCredential {
         let stored: StoredCredential
         let old: Token?
         do {
-            (stored, old) = try await write(token, accountClaims: accountClaims, tags: tags)
+            if separate {
+                (stored, old) = (try await insert(token, accountClaims: accountClaims, tags: tags), nil)
+            } else {
+                (stored, old) = try await write(token, accountClaims: accountClaims, tags: tags)
+            }
         } catch {
             await retire(token, replacedBy: nil, account: nil, provider: provider)
             throw error

@@ -8,7 +8,7 @@ public struct LogoutTokenError: Error, Sendable, Hashable, CustomStringConvertib
         private enum Base: String, Sendable, Hashable {
             case malformed, tooLarge, algorithmNotAllowed, unknownKey, invalidSignature, wrongType, issuerMismatch,
                 audienceMismatch, expired, issuedInFuture, tooOld, missingEvent, noSubjectOrSession, containsNonce,
-                missingID
+                missingID, keysUnavailable
         }
 
         private let base: Base
@@ -44,6 +44,8 @@ public struct LogoutTokenError: Error, Sendable, Hashable, CustomStringConvertib
         public static let containsNonce = Reason(base: .containsNonce)
         /// No `jti`, without which a replay cannot be told apart.
         public static let missingID = Reason(base: .missingID)
+        /// The provider's key set could not be fetched: nothing was checked (retryable).
+        public static let keysUnavailable = Reason(base: .keysUnavailable)
 
         /// The check's name.
         public var rawValue: String { base.rawValue }
@@ -74,6 +76,8 @@ public struct LogoutTokenClaims: Sendable, Hashable {
     public var id: String? { all["jti"]?.stringValue }
     /// `iat`.
     public var issuedAt: Date? { all["iat"]?.doubleValue.map(Date.init(timeIntervalSince1970:)) }
+    /// `exp`, when the token has one.
+    public var expiresAt: Date? { all["exp"]?.doubleValue.map(Date.init(timeIntervalSince1970:)) }
 }
 
 /// Verifies OpenID Connect Back-Channel Logout tokens (§2.6): the signature through the

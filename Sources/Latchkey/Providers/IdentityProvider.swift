@@ -141,13 +141,20 @@ extension IdentityProvider {
     public func store(
         _ token: Token, in store: CredentialStore, tags: [String: String] = [:], makeDefault: Bool = false
     ) async throws(ProviderError) -> Credential {
+        try await self.store(token, in: store, tags: tags, makeDefault: makeDefault, separate: false)
+    }
+
+    /// Stores a sign-in; with `separate`, always as a new credential (a web session's own grant).
+    func store(
+        _ token: Token, in store: CredentialStore, tags: [String: String], makeDefault: Bool, separate: Bool
+    ) async throws(ProviderError) -> Credential {
         let claims = await accountClaims(of: token)
         await store.register(self)
         await store.shareDPoPNonces(learnedBy: self)
         let stored: StoredCredential
         do {
             stored = try await store.storeSignIn(
-                token, accountClaims: claims, tags: tags, makeDefault: makeDefault, provider: self)
+                token, accountClaims: claims, tags: tags, makeDefault: makeDefault, provider: self, separate: separate)
         } catch {
             throw .storage(error)
         }

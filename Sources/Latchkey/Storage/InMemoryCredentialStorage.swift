@@ -13,6 +13,11 @@ public actor InMemoryCredentialStorage: CredentialStorage, OutboxStorage, Leased
     /// The credentials whose lease is held, with the tasks waiting for each, in order.
     private var leases: [CredentialID: [LeaseWaiter]] = [:]
     private var dpopNonces: [String: String] = [:]
+    /// Web sessions by handle, pending sign-ins, and the logout tokens seen (see
+    /// `InMemoryCredentialStorage+WebSessions.swift`).
+    var webSessionRecords: [String: WebSession] = [:]
+    var pendingSignIns: [String: (payload: Data, expiresAt: Date)] = [:]
+    var logoutTokensSeen: [String: Date] = [:]
 
     /// Creates empty storage.
     public init() {}

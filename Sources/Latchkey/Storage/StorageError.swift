@@ -9,7 +9,7 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
             case corruptDatabase, wrongKey, invalidKeyFile, missingKeyFile, folderNotAccessible,
                 fileNotAccessible, unsupportedSchema, corruptRecord, credentialNotFound,
                 duplicateCredential, databaseFailure, versionConflict, cancelled, outboxFull, insecureFile, busy,
-                unreachable, reservedTag
+                unreachable, reservedTag, unsupported
         }
 
         private let base: Base
@@ -54,6 +54,8 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
         public static let unreachable = Code(base: .unreachable)
         /// A tag key starts with `latchkey.`, the prefix Latchkey keeps for itself; nothing changed.
         public static let reservedTag = Code(base: .reservedTag)
+        /// The storage does not implement what was asked of it (web sessions, say); nothing changed.
+        public static let unsupported = Code(base: .unsupported)
 
         public var description: String { base.rawValue }
     }

@@ -107,6 +107,30 @@ extension OpenIDProvider {
         }
     }
 
+    /// The URL that ends the user's session at the provider in a browser (RP-Initiated Logout
+    /// 1.0 §2): the end-session endpoint with `id_token_hint`, `client_id`, and
+    /// `post_logout_redirect_uri` with `state` when given; `nil` when the provider has none.
+    public func endSessionURL(idTokenHint: String?, postLogoutRedirectURI: URL?, state: String? = nil)
+        async throws(ProviderError) -> URL?
+    {
+        let base: URL
+        do {
+            base = try await endpoint(.endSession)
+        } catch  where error.code == .missingEndpoint {
+            return nil
+        }
+        var components = URLComponents(url: base, resolvingAgainstBaseURL: false)
+        var items = components?.queryItems ?? []
+        if let idTokenHint { items.append(URLQueryItem(name: "id_token_hint", value: idTokenHint)) }
+        items.append(URLQueryItem(name: "client_id", value: configuration.clientID))
+        if let postLogoutRedirectURI {
+            items.append(URLQueryItem(name: "post_logout_redirect_uri", value: postLogoutRedirectURI.absoluteString))
+            if let state { items.append(URLQueryItem(name: "state", value: state)) }
+        }
+        components?.queryItems = items
+        return components?.url
+    }
+
     /// `Retry-After` as seconds or an HTTP date (RFC 9110 §10.2.3).
     package static func retryAfter(_ value: String, now: Date = Date()) -> Duration? {
         ProviderWire.retryAfter(value, now: now)

@@ -192,6 +192,29 @@ public actor OpenIDProvider: IdentityProvider {
         return try KeySet.decode(body, logger: logger)
     }
 
+    /// Verifies a back-channel logout token from this provider for this client, with the key
+    /// set ID tokens are verified with (fetched again once for an unknown `kid`).
+    ///
+    /// - Parameter maximumAge: how old, by its `iat`, a token without `exp` may be.
+    /// - Throws: ``LogoutTokenError`` naming the check that failed; a key set that cannot be
+    ///   fetched is ``LogoutTokenError/Reason/keysUnavailable``.
+    public func verifyLogoutToken(_ token: String, maximumAge: TimeInterval = 120) async throws(LogoutTokenError)
+        -> LogoutTokenClaims
+    {
+        let issuer: String
+        do {
+            issuer = try await metadata().issuer
+            _ = try await idTokens.keys.keys()
+        } catch {
+            throw LogoutTokenError(.keysUnavailable)
+        }
+        let verifier = LogoutTokenVerifier(
+            issuer: issuer, clientID: configuration.clientID, algorithms: configuration.idTokenAlgorithms,
+            leeway: configuration.leeway, maximumAge: maximumAge)
+        let keys = idTokens.keys
+        return try await verifier.verify(token, now: now()) { refetch in try await keys.keys(refetch: refetch) }
+    }
+
     /// Verifies an ID token from this provider for this client.
     public func verifyIDToken(
         _ idToken: String, nonce: String? = nil, accessToken: String? = nil, subject: String? = nil

@@ -83,6 +83,7 @@ package enum SealContext {
     package static let defaultMarker = "latchkey.default"
 
     /// Before the SQLite schema's version 4, only the ids were bound.
+    package static func pendingSignIn(_ handle: String) -> String { "latchkey.web-sign-in:\(handle)" }
     package static func legacyCredential(_ id: String) -> String { "latchkey.credential:\(id)" }
     package static func legacyOutbox(_ id: String) -> String { "latchkey.outbox:\(id)" }
 }

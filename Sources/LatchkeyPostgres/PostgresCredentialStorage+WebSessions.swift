@@ -1,0 +1,131 @@
+public import Foundation
+public import Latchkey
+import PostgresNIO
+
+/// Web sessions, pending sign-ins (sealed) and the logout tokens seen, in tables every instance
+/// shares: a session ended by one instance is gone for all, and a logout token's `jti` is
+/// recorded once (its primary key decides which instance's insert wins).
+extension PostgresCredentialStorage: WebSessionStorage {
+    static let webSessionColumns =
+        "handle, credential_id, issuer, subject, sid, created_at, last_seen_at, expires_at"
+
+    public func insertWebSession(_ session: WebSession) async throws(StorageError) {
+        try await execute(
+            """
+            INSERT INTO latchkey_web_session (\(unescaped: Self.webSessionColumns))
+            VALUES (\(session.handle), \(session.credentialID.rawValue), \(session.issuer), \(session.subject),
+                \(session.providerSessionID), \(session.createdAt.timeIntervalSinceReferenceDate),
+                \(session.lastSeenAt.timeIntervalSinceReferenceDate), \(session.expiresAt.timeIntervalSinceReferenceDate))
+            """, doing: "storing a web session")
+    }
+
+    public func webSession(handle: String) async throws(StorageError) -> WebSession? {
+        try Self.webSessions(
+            try await rows(
+                "SELECT \(unescaped: Self.webSessionColumns) FROM latchkey_web_session WHERE handle = \(handle)")
+        ).first
+    }
+
+    public func touchWebSession(handle: String, at date: Date) async throws(StorageError) {
+        try await execute(
+            """
+            UPDATE latchkey_web_session SET last_seen_at = \(date.timeIntervalSinceReferenceDate)
+            WHERE handle = \(handle)
+            """, doing: "recording a web session's use")
+    }
+
+    public func removeWebSession(handle: String) async throws(StorageError) -> WebSession? {
+        try Self.webSessions(
+            try await rows(
+                """
+                DELETE FROM latchkey_web_session WHERE handle = \(handle)
+                RETURNING \(unescaped: Self.webSessionColumns)
+                """)
+        ).first
+    }
+
+    public func webSessions(issuer: String, providerSessionID: String?, subject: String?) async throws(StorageError)
+        -> [WebSession]
+    {
+        try Self.webSessions(
+            try await rows(
+                """
+                SELECT \(unescaped: Self.webSessionColumns) FROM latchkey_web_session
+                WHERE issuer = \(issuer) AND (\(providerSessionID)::text IS NULL OR sid = \(providerSessionID))
+                    AND (\(subject)::text IS NULL OR subject = \(subject))
+                """))
+    }
+
+    public func staleWebSessions(expiredAt date: Date, idleBefore: Date, limit: Int) async throws(StorageError)
+        -> [WebSession]
+    {
+        try Self.webSessions(
+            try await rows(
+                """
+                SELECT \(unescaped: Self.webSessionColumns) FROM latchkey_web_session
+                WHERE expires_at <= \(date.timeIntervalSinceReferenceDate)
+                    OR last_seen_at < \(idleBefore.timeIntervalSinceReferenceDate)
+                LIMIT \(limit)
+                """))
+    }
+
+    public func insertPendingSignIn(handle: String, payload: Data, expiresAt: Date) async throws(StorageError) {
+        let sealed = try sealer.seal(payload, context: SealContext.pendingSignIn(handle))
+        try await execute(
+            """
+            INSERT INTO latchkey_web_pending_sign_in (handle, sealed, expires_at)
+            VALUES (\(handle), \(sealed), \(expiresAt.timeIntervalSinceReferenceDate))
+            """, doing: "storing a pending sign-in")
+    }
+
+    public func takePendingSignIn(handle: String, now: Date) async throws(StorageError) -> Data? {
+        let cutoff = now.timeIntervalSinceReferenceDate
+        // This one, and any other that expired unused.
+        let taken = try await rows(
+            """
+            DELETE FROM latchkey_web_pending_sign_in WHERE handle = \(handle) OR expires_at <= \(cutoff)
+            RETURNING handle, sealed, expires_at
+            """)
+        for row in taken {
+            guard let (found, sealed, expiresAt) = try? row.decode((String, Data, Double).self), found == handle
+            else { continue }
+            guard expiresAt > cutoff else { return nil }
+            return sealer.open(sealed, context: SealContext.pendingSignIn(handle))
+        }
+        return nil
+    }
+
+    public func recordLogoutToken(_ id: String, keepUntil: Date, now: Date) async throws(StorageError) -> Bool {
+        try await execute(
+            "DELETE FROM latchkey_logout_token_seen WHERE keep_until < \(now.timeIntervalSinceReferenceDate)",
+            doing: "forgetting old logout tokens")
+        let inserted = try await rows(
+            """
+            INSERT INTO latchkey_logout_token_seen (id, keep_until)
+            VALUES (\(id), \(keepUntil.timeIntervalSinceReferenceDate))
+            ON CONFLICT (id) DO NOTHING RETURNING id
+            """)
+        return !inserted.isEmpty
+    }
+
+    public func forgetLogoutToken(_ id: String) async throws(StorageError) {
+        try await execute("DELETE FROM latchkey_logout_token_seen WHERE id = \(id)", doing: "forgetting a logout token")
+    }
+
+    private static func webSessions(_ rows: [PostgresRow]) throws(StorageError) -> [WebSession] {
+        do {
+            return try rows.map { row in
+                let (handle, credentialID, issuer, subject, sid, created, lastSeen, expires) = try row.decode(
+                    (String, String, String, String?, String?, Double, Double, Double).self)
+                return WebSession(
+                    handle: handle, credentialID: CredentialID(rawValue: credentialID), issuer: issuer,
+                    subject: subject, providerSessionID: sid,
+                    createdAt: Date(timeIntervalSinceReferenceDate: created),
+                    lastSeenAt: Date(timeIntervalSinceReferenceDate: lastSeen),
+                    expiresAt: Date(timeIntervalSinceReferenceDate: expires))
+            }
+        } catch {
+            throw StorageError(.corruptRecord, reason: "A web session row cannot be read.", underlying: error)
+        }
+    }
+}

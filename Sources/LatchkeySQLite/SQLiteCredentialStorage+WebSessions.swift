@@ -1,0 +1,129 @@
+public import Foundation
+import GRDB
+public import Latchkey
+
+/// Web sessions, pending sign-ins (sealed) and the logout tokens seen, in tables of the file
+/// every process shares.
+extension SQLiteCredentialStorage: WebSessionStorage {
+    static let webSessionColumns =
+        "handle, credential_id, issuer, subject, sid, created_at, last_seen_at, expires_at"
+
+    public func insertWebSession(_ session: WebSession) async throws(StorageError) {
+        try await write { db, _ in
+            try db.execute(
+                sql: "INSERT INTO web_session (\(Self.webSessionColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                arguments: [
+                    session.handle, session.credentialID.rawValue, session.issuer, session.subject,
+                    session.providerSessionID, session.createdAt.timeIntervalSinceReferenceDate,
+                    session.lastSeenAt.timeIntervalSinceReferenceDate, session.expiresAt.timeIntervalSinceReferenceDate,
+                ])
+        }
+    }
+
+    public func webSession(handle: String) async throws(StorageError) -> WebSession? {
+        try await read { db, _ in
+            try Row.fetchOne(
+                db, sql: "SELECT \(Self.webSessionColumns) FROM web_session WHERE handle = ?", arguments: [handle]
+            ).map(Self.webSession)
+        }
+    }
+
+    public func touchWebSession(handle: String, at date: Date) async throws(StorageError) {
+        try await write { db, _ in
+            try db.execute(
+                sql: "UPDATE web_session SET last_seen_at = ? WHERE handle = ?",
+                arguments: [date.timeIntervalSinceReferenceDate, handle])
+        }
+    }
+
+    public func removeWebSession(handle: String) async throws(StorageError) -> WebSession? {
+        try await write { db, _ in
+            let found = try Row.fetchOne(
+                db, sql: "SELECT \(Self.webSessionColumns) FROM web_session WHERE handle = ?", arguments: [handle]
+            ).map(Self.webSession)
+            try db.execute(sql: "DELETE FROM web_session WHERE handle = ?", arguments: [handle])
+            return found
+        }
+    }
+
+    public func webSessions(issuer: String, providerSessionID: String?, subject: String?) async throws(StorageError)
+        -> [WebSession]
+    {
+        try await read { db, _ in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT \(Self.webSessionColumns) FROM web_session
+                    WHERE issuer = ? AND (? IS NULL OR sid = ?) AND (? IS NULL OR subject = ?)
+                    """,
+                arguments: [issuer, providerSessionID, providerSessionID, subject, subject]
+            ).map(Self.webSession)
+        }
+    }
+
+    public func staleWebSessions(expiredAt date: Date, idleBefore: Date, limit: Int) async throws(StorageError)
+        -> [WebSession]
+    {
+        try await read { db, _ in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT \(Self.webSessionColumns) FROM web_session
+                    WHERE expires_at <= ? OR last_seen_at < ? LIMIT ?
+                    """,
+                arguments: [date.timeIntervalSinceReferenceDate, idleBefore.timeIntervalSinceReferenceDate, limit]
+            ).map(Self.webSession)
+        }
+    }
+
+    public func insertPendingSignIn(handle: String, payload: Data, expiresAt: Date) async throws(StorageError) {
+        try await write { db, sealer in
+            try db.execute(
+                sql: "INSERT INTO web_pending_sign_in (handle, sealed, expires_at) VALUES (?, ?, ?)",
+                arguments: [
+                    handle, try sealer.seal(payload, context: SealContext.pendingSignIn(handle)),
+                    expiresAt.timeIntervalSinceReferenceDate,
+                ])
+        }
+    }
+
+    public func takePendingSignIn(handle: String, now: Date) async throws(StorageError) -> Data? {
+        try await write { db, sealer in
+            let row = try Row.fetchOne(
+                db, sql: "SELECT sealed, expires_at FROM web_pending_sign_in WHERE handle = ?", arguments: [handle])
+            // This one, and any other that expired unused.
+            try db.execute(
+                sql: "DELETE FROM web_pending_sign_in WHERE handle = ? OR expires_at <= ?",
+                arguments: [handle, now.timeIntervalSinceReferenceDate])
+            guard let row, let sealed: Data = row["sealed"], let expiresAt: Double = row["expires_at"],
+                expiresAt > now.timeIntervalSinceReferenceDate
+            else { return nil }
+            return sealer.open(sealed, context: SealContext.pendingSignIn(handle))
+        }
+    }
+
+    public func recordLogoutToken(_ id: String, keepUntil: Date, now: Date) async throws(StorageError) -> Bool {
+        try await write { db, _ in
+            try db.execute(
+                sql: "DELETE FROM logout_token_seen WHERE keep_until < ?",
+                arguments: [now.timeIntervalSinceReferenceDate])
+            try db.execute(
+                sql: "INSERT OR IGNORE INTO logout_token_seen (id, keep_until) VALUES (?, ?)",
+                arguments: [id, keepUntil.timeIntervalSinceReferenceDate])
+            return db.changesCount == 1
+        }
+    }
+
+    public func forgetLogoutToken(_ id: String) async throws(StorageError) {
+        try await write { db, _ in try db.execute(sql: "DELETE FROM logout_token_seen WHERE id = ?", arguments: [id]) }
+    }
+
+    private static func webSession(_ row: Row) -> WebSession {
+        WebSession(
+            handle: row["handle"], credentialID: CredentialID(rawValue: row["credential_id"]), issuer: row["issuer"],
+            subject: row["subject"], providerSessionID: row["sid"],
+            createdAt: Date(timeIntervalSinceReferenceDate: row["created_at"]),
+            lastSeenAt: Date(timeIntervalSinceReferenceDate: row["last_seen_at"]),
+            expiresAt: Date(timeIntervalSinceReferenceDate: row["expires_at"]))
+    }
+}
