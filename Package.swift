@@ -21,9 +21,11 @@ let package = Package(
         .library(name: "LatchkeyPostgres", targets: ["LatchkeyPostgres"]),
         .library(name: "LatchkeyHTTP", targets: ["LatchkeyHTTP"]),
         .library(name: "LatchkeyDevProvider", targets: ["LatchkeyDevProvider"]),
+        .library(name: "LatchkeyHummingbird", targets: ["LatchkeyHummingbird"]),
         .library(name: "LatchkeyStorageTesting", targets: ["LatchkeyStorageTesting"]),
         .executable(name: "latchkey", targets: ["latchkey"]),
         .executable(name: "latchkey-bench", targets: ["latchkey-bench"]),
+        .executable(name: "latchkey-web-example", targets: ["latchkey-web-example"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.0.0"),
@@ -111,10 +113,23 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // Sign-in sessions and back-channel logout for Hummingbird 2 web apps.
+        .target(
+            name: "LatchkeyHummingbird",
+            dependencies: [
+                "Latchkey",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
         .target(
             name: "LatchkeyDevProvider",
             dependencies: [
                 .product(name: "Hummingbird", package: "hummingbird"),
+                // Back-channel logout tokens are POSTed to the clients.
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "JWTKit", package: "jwt-kit"),
@@ -138,6 +153,19 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
+            swiftSettings: strictSettings
+        ),
+        // The example web app: `swift run latchkey-web-example`.
+        .executableTarget(
+            name: "latchkey-web-example",
+            dependencies: [
+                "Latchkey", "LatchkeyHummingbird", "LatchkeyHTTP", "LatchkeyPostgres", "LatchkeyDevProvider",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            path: "Examples/WebApp",
             swiftSettings: strictSettings
         ),
         // The benchmark suite: `swift run -c release latchkey-bench`.
@@ -179,6 +207,11 @@ let package = Package(
             name: "LatchkeyTestSupport",
             dependencies: [
                 "Latchkey", "LatchkeyDevProvider",
+                // TestBrowser, for the web sign-in tests.
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
@@ -207,6 +240,7 @@ let package = Package(
             name: "LatchkeyClientTests",
             dependencies: [
                 "Latchkey", "LatchkeyHTTP", "LatchkeyDevProvider", "LatchkeySQLite", "LatchkeyTestSupport",
+                "LatchkeyHummingbird", .product(name: "Hummingbird", package: "hummingbird"),
                 "LatchkeyStorageTesting",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
@@ -240,6 +274,7 @@ let package = Package(
             name: "LatchkeyPostgresTests",
             dependencies: [
                 "Latchkey", "LatchkeyPostgres", "LatchkeyStorageTesting", "LatchkeyTestSupport", "LatchkeyDevProvider",
+                "LatchkeyHummingbird", .product(name: "JWTKit", package: "jwt-kit"),
                 "LatchkeyHTTP", "LatchkeySQLite",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

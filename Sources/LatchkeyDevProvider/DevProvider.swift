@@ -141,6 +141,30 @@ public final class DevProvider: Sendable {
         _ = try? await task.value
     }
 
+    /// The back-channel logouts the provider sends: their shape, a fault, and every delivery.
+    public var backChannel: DevProviderBackChannel { faults.backChannel }
+
+    /// Ends every session of `username`, as an administrator would: its grants are revoked and
+    /// each client with a back-channel logout URI is sent a logout token before this returns.
+    /// - Returns: how many sessions ended.
+    @discardableResult
+    public func endSessions(of username: String) async -> Int {
+        await Endpoints(state: state, journeys: journeys, faults: faults, configuration: configuration)
+            .endSessions(of: username)
+    }
+
+    /// A logout token as the provider sends it, signed with its current key, for a test to
+    /// POST to a receiver itself: for `clientID`, naming `subject` and `sid` (either may be
+    /// `nil`), in `shape`, with `fault` applied.
+    public func makeLogoutToken(
+        clientID: String, subject: String?, sid: String?, shape: DevProviderLogoutTokenShape = .standard,
+        fault: DevProviderLogoutTokenFault? = nil
+    ) async throws -> String {
+        try await DevProviderBackChannel.token(
+            issuer: issuer.absoluteString, clientID: clientID, subject: subject, sid: sid, shape: shape, fault: fault,
+            keys: state.keys, now: await state.currentDate)
+    }
+
     /// Puts a new RS256 and ES256 key pair in use. The previous keys stay in the JWKS for the
     /// configured grace period, so tokens they signed still verify.
     public func rotateKeys() async throws {
@@ -271,7 +295,8 @@ func buildRouter(
     let endpoints = Endpoints(state: state, journeys: journeys, faults: faults, configuration: configuration)
     AdminEndpoints(
         faults: faults, token: adminToken, issuer: { await state.issuer },
-        rotate: { try await state.keys.rotate(now: await state.currentDate) }
+        rotate: { try await state.keys.rotate(now: await state.currentDate) },
+        signOutUser: { username in await endpoints.endSessions(of: username) }
     ).register(on: router)
     let fault = FaultMiddleware(faults: faults, realm: configuration.realm)
     // The root issuer, and the Ping realm's below /oauth2/realms/root/realms/REALM: the same

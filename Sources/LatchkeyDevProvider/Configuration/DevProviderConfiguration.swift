@@ -56,6 +56,12 @@ public struct DevProviderConfiguration: Sendable, Codable, Hashable {
         public var scopes: [String]
         /// The algorithm of the ID tokens issued to this client: `RS256` (default) or `ES256`.
         public var idTokenSigningAlgorithm: String?
+        /// Where the provider POSTs a back-channel logout token when a session in which this
+        /// client got tokens ends (OpenID Connect Back-Channel Logout 1.0); `nil` for none.
+        public var backchannelLogoutURI: String?
+        /// Whether the logout token carries `sid` (`backchannel_logout_session_required`); true
+        /// when `nil`. Without it, the token names only `sub`: every session of the user ends.
+        public var backchannelLogoutSessionRequired: Bool?
 
         /// Creates a client.
         public init(
@@ -65,8 +71,12 @@ public struct DevProviderConfiguration: Sendable, Codable, Hashable {
             postLogoutRedirectURIs: [String],
             grantTypes: [String] = DevProviderConfiguration.allGrantTypes,
             scopes: [String] = DevProviderConfiguration.defaultScopes,
-            idTokenSigningAlgorithm: String? = nil
+            idTokenSigningAlgorithm: String? = nil,
+            backchannelLogoutURI: String? = nil,
+            backchannelLogoutSessionRequired: Bool? = nil
         ) {
+            self.backchannelLogoutURI = backchannelLogoutURI
+            self.backchannelLogoutSessionRequired = backchannelLogoutSessionRequired
             self.clientID = clientID
             self.clientSecret = clientSecret
             self.redirectURIs = redirectURIs

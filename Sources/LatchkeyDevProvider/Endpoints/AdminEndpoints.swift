@@ -15,11 +15,15 @@ import NIOCore
 ///   `DELETE /admin/faults/{endpoint}`; `DELETE /admin/faults` (clears every fault and offline)
 /// - `PUT /admin/offline` with `{"offline": true|false}`
 /// - `POST /admin/rotate-keys`
+/// - `POST /admin/users/{username}/sign-out`: ends every session of the user, as an
+///   administrator would, sending the back-channel logouts they owe
+/// - `PUT /admin/back-channel` with `{"shape": "standard"|"draft06", "fault": null|"replay"|…}`
 struct AdminEndpoints: Sendable {
     let faults: DevProviderFaults
     let token: String
     let issuer: @Sendable () async -> String
     let rotate: @Sendable () async throws -> Void
+    let signOutUser: @Sendable (String) async -> Int
 
     func register(on router: Router<ProviderContext>) {
         let admin = router.group("admin").add(middleware: AdminGuard(token: token, issuer: issuer))
@@ -56,6 +60,20 @@ struct AdminEndpoints: Sendable {
         }
         admin.post("rotate-keys") { _, _ in
             try await rotate()
+            return Reply.json(["ok": true])
+        }
+        admin.post("users/:username/sign-out") { _, context in
+            let ended = await signOutUser(context.parameters.get("username") ?? "")
+            return Reply.json(["sessions_ended": ended])
+        }
+        admin.put("back-channel") { request, _ in
+            struct Settings: Decodable {
+                var shape: DevProviderLogoutTokenShape?
+                var fault: DevProviderLogoutTokenFault?
+            }
+            let settings = try await Self.decode(Settings.self, request)
+            if let shape = settings.shape { faults.backChannel.shape = shape }
+            faults.backChannel.fault = settings.fault
             return Reply.json(["ok": true])
         }
     }

@@ -232,6 +232,7 @@ extension Endpoints {
             // As in AM: the OIDC session's end is its SSO session's end.
             await journeys.end(id: journeySession)
         }
+        await sendLogouts()
         var response = redirect.map(Reply.redirect) ?? Reply.html("<h1>Signed out</h1><p>You are signed out.</p>")
         if browserSession == nil || browserSession?.sid == sid {
             response.setCookie(Cookie(name: Self.sessionCookie, value: "", maxAge: 0, path: "/", httpOnly: true))

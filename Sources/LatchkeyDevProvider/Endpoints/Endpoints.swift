@@ -46,6 +46,8 @@ struct Endpoints: Sendable {
             "revocation_endpoint": url(.revocation),
             "introspection_endpoint": url(.introspection),
             "end_session_endpoint": url(.endSession),
+            "backchannel_logout_supported": true,
+            "backchannel_logout_session_supported": true,
             "device_authorization_endpoint": url(.deviceAuthorization),
             Self.globalSignOutKey: url(.globalSignOut),
             "response_types_supported": ["code"],
@@ -68,7 +70,6 @@ struct Endpoints: Sendable {
             "prompt_values_supported": ["none", "login"],
             "authorization_response_iss_parameter_supported": true,
             "frontchannel_logout_supported": false,
-            "backchannel_logout_supported": false,
         ]
         var response = Reply.json(metadata.filter { !omitted.contains($0.key) })
         response.headers[.cacheControl] = "public, max-age=60"
@@ -198,7 +199,22 @@ struct Endpoints: Sendable {
             accessToken: try await provenAccessToken(request, context, endpoint: .globalSignOut))
         let ended = await state.signOutEverywhere(username: grant.username)
         await journeys.endAll(username: grant.username)
+        await sendLogouts()
         return Reply.json(["sessions_ended": ended.sessions, "grants_revoked": ended.grants])
+    }
+
+    /// Ends every session of `username` (an administrator's request) and sends the logouts owed.
+    func endSessions(of username: String) async -> Int {
+        let ended = await state.signOutEverywhere(username: username)
+        await journeys.endAll(username: username)
+        await sendLogouts()
+        return ended.sessions
+    }
+
+    /// Sends the back-channel logouts the sessions just ended owe their clients.
+    func sendLogouts() async {
+        await faults.backChannel.deliver(
+            await state.takeLogoutNotices(), keys: state.keys, now: await state.currentDate)
     }
 
     /// The bearer token of the `Authorization` header (RFC 6750 §2.1).

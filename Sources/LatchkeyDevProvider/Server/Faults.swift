@@ -143,6 +143,9 @@ public struct DevProviderFault: Sendable, Codable, Hashable {
 /// Fault injection and request counters of a running development provider. Safe to use from
 /// any task; the admin endpoint (`/admin/…`, loopback only) drives the same object.
 public final class DevProviderFaults: Sendable {
+    /// The back-channel logouts sent, their shape and their faults.
+    public let backChannel = DevProviderBackChannel()
+
     private struct State {
         var faults: [DevProviderEndpoint: DevProviderFault] = [:]
         var everywhere: DevProviderFault?

@@ -11,6 +11,16 @@ extension ProviderState {
         var journeySession: String?
     }
 
+    /// A back-channel logout owed to a client (OpenID Connect Back-Channel Logout 1.0 §2.5).
+    struct LogoutNotice: Sendable {
+        var issuer: String
+        var clientID: String
+        var uri: String
+        var subject: String
+        /// The session, when the client asked for `sid`.
+        var sid: String?
+    }
+
     struct Grant {
         var id: String
         /// The issuer the grant's tokens name: the root one or the Ping realm's.

@@ -121,12 +121,34 @@ extension ProviderState {
     /// journey session it was authorized from, which ends with it.
     @discardableResult
     func endSession(sid: String) -> String? {
-        guard sessions[sid] != nil else { return nil }
+        guard let session = sessions[sid] else { return nil }
+        if !session.ended { noteLogout(of: session) }
         sessions[sid]?.ended = true
         for (id, grant) in grants where grant.sid == sid { revokeGrant(id) }
         for (secret, record) in deviceSecrets where record.sid == sid { deviceSecrets[secret]?.revoked = true }
         browserSessions = browserSessions.filter { $0.value != sid }
         return sessions[sid]?.journeySession
+    }
+
+    /// Owes a back-channel logout to each client with a logout URI that got tokens in `session`.
+    private func noteLogout(of session: Session) {
+        guard let user = configuration.user(named: session.username) else { return }
+        let clients = Set(grants.values.filter { $0.sid == session.sid }.map { "\($0.clientID) \($0.issuer)" })
+        for key in clients.sorted() {
+            let parts = key.split(separator: " ", maxSplits: 1).map(String.init)
+            guard parts.count == 2, let client = configuration.client(parts[0]), let uri = client.backchannelLogoutURI
+            else { continue }
+            logoutNotices.append(
+                LogoutNotice(
+                    issuer: parts[1], clientID: client.clientID, uri: uri, subject: user.sub,
+                    sid: client.backchannelLogoutSessionRequired ?? true ? session.sid : nil))
+        }
+    }
+
+    /// The back-channel logouts owed, handed to the caller to send.
+    func takeLogoutNotices() -> [LogoutNotice] {
+        defer { logoutNotices = [] }
+        return logoutNotices
     }
 
     /// Ends every session of `username` and revokes every grant and device secret (global sign-out).

@@ -36,6 +36,8 @@ actor ProviderState {
     var dpopNonceUses = 0
     var dpopChallengesToForce = 0
     var seenProofIDs: [String: Date] = [:]
+    /// Back-channel logouts owed to clients for sessions that ended, until an endpoint sends them.
+    var logoutNotices: [LogoutNotice] = []
 
     init(
         configuration: DevProviderConfiguration, signingKeys: DevProviderSigningKeys,

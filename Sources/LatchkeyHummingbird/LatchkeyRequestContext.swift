@@ -1,0 +1,28 @@
+public import Hummingbird
+public import Latchkey
+
+/// A request context that carries the signed-in user: ``WebSessionMiddleware`` fills it in.
+///
+/// Add the two properties to your own context, or use ``LatchkeyWebContext``.
+public protocol LatchkeyRequestContext: RequestContext {
+    /// The request's sign-in session, or `nil` when signed out.
+    var webSession: WebSession? { get set }
+    /// The signed-in user's credential: `try await context.credential?.accessToken()` gives a
+    /// valid access token, refreshed once for the whole fleet when it runs out.
+    var credential: Credential? { get set }
+    /// The CSRF token forms of this session send back (the sign-out form, say).
+    var csrfToken: String? { get set }
+}
+
+/// A ready-made ``LatchkeyRequestContext``.
+public struct LatchkeyWebContext: LatchkeyRequestContext {
+    public var coreContext: CoreRequestContextStorage
+    public var webSession: WebSession?
+    public var credential: Credential?
+    public var csrfToken: String?
+
+    /// Creates a context for a request.
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+    }
+}
