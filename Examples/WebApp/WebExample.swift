@@ -50,7 +50,7 @@ struct WebExample: AsyncParsableCommand {
             let provider = try await DevProvider.start(configuration: configuration, port: providerPort)
             devProvider = provider
             issuerURL = provider.issuer
-            print("development provider at \(provider.issuer) (users alice / alice-password, bob / bob-password)")
+            Self.say("development provider at \(provider.issuer) (users alice / alice-password, bob / bob-password)")
         }
         let provider = OpenIDProvider(
             configuration: OpenIDProviderConfiguration(
@@ -82,9 +82,14 @@ struct WebExample: AsyncParsableCommand {
         }
         let app = Application(
             router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)),
-            onServerRunning: { _ in print("listening on \(base)") })
+            onServerRunning: { _ in Self.say("listening on \(base)") })
         try await app.runService()
         await devProvider?.stop()
+    }
+
+    /// Writes a line at once, also into a pipe (a supervisor waits for "listening on").
+    static func say(_ line: String) {
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
     }
 
     static func key(hex: String) -> SymmetricKey? {

@@ -16,9 +16,13 @@ public protocol LatchkeyRequestContext: RequestContext {
 
 /// A ready-made ``LatchkeyRequestContext``.
 public struct LatchkeyWebContext: LatchkeyRequestContext {
+    /// Hummingbird's own context.
     public var coreContext: CoreRequestContextStorage
+    /// The request's sign-in session, or `nil` when signed out.
     public var webSession: WebSession?
+    /// The signed-in user's credential.
     public var credential: Credential?
+    /// The CSRF token of the session's forms.
     public var csrfToken: String?
 
     /// Creates a context for a request.

@@ -1,0 +1,149 @@
+import Crypto
+import Foundation
+import Latchkey
+import LatchkeyDevProvider
+import LatchkeyHTTP
+import LatchkeyPostgres
+import LatchkeyTestSupport
+import Testing
+
+/// The example web app as two instances (separate processes, `latchkey-web-example`) on one
+/// PostgreSQL store, against the development provider, whose back-channel logouts reach
+/// instance B only.
+@Suite("A web app's fleet: back-channel logout reaches every instance", .enabled(if: PostgresServer.isEnabled))
+struct WebFleetTests {
+    struct Fleet {
+        let provider: DevProvider
+        let a: URL
+        let b: URL
+        let instances: [ChildProcess]
+        let url: String
+        let key: SymmetricKey
+
+        static func start() async throws -> Fleet {
+            let url = try await PostgresServer.freshDatabase()
+            let key = SymmetricKey(size: .bits256)
+            let hex = key.withUnsafeBytes { $0.map { String(format: "%02x", $0) }.joined() }
+            let (portA, portB) = (try await FreePort.pick(), try await FreePort.pick())
+            var configuration = DevProviderConfiguration.default
+            configuration.clients.append(
+                .init(
+                    clientID: "web-app", clientSecret: "web-app-secret",
+                    redirectURIs: ["http://127.0.0.1:\(portA)/callback", "http://127.0.0.1:\(portB)/callback"],
+                    postLogoutRedirectURIs: [], backchannelLogoutURI: "http://127.0.0.1:\(portB)/backchannel-logout"))
+            let provider = try await DevProvider.start(
+                configuration: configuration, signingKeys: try await SharedSigningKeys.get())
+            var instances: [ChildProcess] = []
+            for port in [portA, portB] {
+                let instance = try await ChildProcess.start(
+                    Executables.url("latchkey-web-example"),
+                    [
+                        "--issuer", provider.issuer.absoluteString, "--client-id", "web-app", "--client-secret",
+                        "web-app-secret", "--port", "\(port)", "--postgres", url, "--key-hex", hex,
+                    ])
+                _ = try await instance.standardOutput(until: { $0.contains("listening on") })
+                instances.append(instance)
+            }
+            return Fleet(
+                provider: provider, a: try #require(URL(string: "http://127.0.0.1:\(portA)")),
+                b: try #require(URL(string: "http://127.0.0.1:\(portB)")), instances: instances, url: url, key: key)
+        }
+
+        func stop() async {
+            for instance in instances { instance.send(signal: SIGTERM) }
+            for instance in instances { _ = try? await instance.finish() }
+            await provider.stop()
+        }
+
+        /// Signs `username` in on `instance` in a fresh browser (a provider session of its own).
+        func signIn(_ username: String, on instance: URL) async throws -> TestBrowser {
+            let browser = TestBrowser()
+            let form = try await browser.open(instance.appendingPathComponent("login"))
+            let home = try await browser.signInAtDevProvider(form, username: username, password: "\(username)-password")
+            #expect(home.body.contains("Signed in as"))
+            return browser
+        }
+    }
+
+    static func withFleet(_ body: (Fleet) async throws -> Void) async throws {
+        let fleet = try await Fleet.start()
+        do {
+            try await body(fleet)
+        } catch {
+            await fleet.stop()
+            throw error
+        }
+        await fleet.stop()
+    }
+
+    @Test("a session ended at the provider is signed out on A after its logout token reached B")
+    func logoutReachesEveryInstance() async throws {
+        try await Self.withFleet { fleet in
+            let browser = try await fleet.signIn("alice", on: fleet.a)
+            #expect(try await browser.open(fleet.a.appendingPathComponent("protected")).body.contains("you are alice"))
+            let refreshToken = try await PostgresServer.withStore(key: fleet.key, url: fleet.url) { store, _, _ in
+                try #require(try await store.all().first?.token.refreshToken)
+            }
+            fleet.provider.backChannel.fault = .replay
+            #expect(await fleet.provider.endSessions(of: "alice") == 1)
+            let deliveries = fleet.provider.backChannel.deliveries
+            #expect(deliveries.map(\.uri).allSatisfy { $0.hasPrefix(fleet.b.absoluteString) })
+            #expect(deliveries.map(\.status) == [200, 400], "the replay is refused")
+            // A reads the session at every request: signed out at once, well within a second.
+            #expect(try await browser.open(fleet.a).body.contains("Signed out."))
+            let client = OpenIDProvider(
+                configuration: OpenIDProviderConfiguration(
+                    issuer: fleet.provider.issuer, clientID: "web-app", authentication: .basic(secret: "web-app-secret")
+                ),
+                transport: AsyncHTTPClientTransport.shared)
+            #expect(!(try await client.introspect(refreshToken, kind: .refreshToken).active))
+        }
+    }
+
+    @Test("100 logout tokens at once, half to each instance, end exactly their 100 sessions")
+    func hundredAtOnce() async throws {
+        try await Self.withFleet { fleet in
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for index in 0..<100 {
+                    group.addTask {
+                        _ = try await fleet.signIn("alice", on: index.isMultiple(of: 2) ? fleet.a : fleet.b)
+                    }
+                    if index % 8 == 7 { try await group.next() }
+                }
+                for _ in 0..<5 { group.addTask { _ = try await fleet.signIn("bob", on: fleet.a) } }
+                try await group.waitForAll()
+            }
+            try await PostgresServer.withStore(key: fleet.key, url: fleet.url) { store, storage, _ in
+                let issuer = fleet.provider.issuer.absoluteString
+                let alices = try await storage.webSessions(issuer: issuer, providerSessionID: nil, subject: nil)
+                    .filter { $0.subject != nil }
+                #expect(alices.count == 105)
+                let bobSubject = try #require(
+                    try await store.all().first { $0.metadata.name?.contains("Bob") == true }?.metadata.subject)
+                let targets = alices.filter { $0.subject != bobSubject }
+                #expect(targets.count == 100)
+                var tokens: [String] = []
+                for session in targets {
+                    tokens.append(
+                        try await fleet.provider.makeLogoutToken(
+                            clientID: "web-app", subject: nil, sid: session.providerSessionID))
+                }
+                let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                    for (index, token) in tokens.enumerated() {
+                        let instance = index.isMultiple(of: 2) ? fleet.a : fleet.b
+                        group.addTask {
+                            try await TestBrowser().submit(
+                                instance.appendingPathComponent("backchannel-logout"), ["logout_token": token]
+                            ).status
+                        }
+                    }
+                    return try await group.reduce(into: [Int]()) { $0.append($1) }
+                }
+                #expect(statuses.count == 100 && statuses.allSatisfy { $0 == 200 })
+                let left = try await storage.webSessions(issuer: issuer, providerSessionID: nil, subject: nil)
+                #expect(left.count == 5 && left.allSatisfy { $0.subject == bobSubject })
+                #expect(try await store.all().count == 5, "the ended sessions' credentials are gone")
+            }
+        }
+    }
+}
