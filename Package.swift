@@ -275,6 +275,9 @@ let package = Package(
             dependencies: [
                 "Latchkey", "LatchkeyPostgres", "LatchkeyStorageTesting", "LatchkeyTestSupport", "LatchkeyDevProvider",
                 "LatchkeyHummingbird", .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 "LatchkeyHTTP", "LatchkeySQLite",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

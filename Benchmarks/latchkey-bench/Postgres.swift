@@ -10,19 +10,11 @@ import PostgresNIO
 /// connection pools) of their own in this process.
 func postgresFigures(url: String) async throws {
     let name = "latchkey_bench_\(UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased())"
-    _ = try await withPostgres(url) { client in
-        try await client.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"))
-    }
+    try await createDatabase(name, at: url)
     var components = URLComponents(string: url)
     components?.path = "/\(name)"
     guard let database = components?.string else { return }
-    defer {
-        Task {
-            try? await withPostgres(url) { client in
-                try await client.query(PostgresQuery(unsafeSQL: "DROP DATABASE \(name) WITH (FORCE)"))
-            }
-        }
-    }
+    defer { Task { try? await dropDatabase(name, at: url) } }
     let key = SymmetricKey(size: .bits256)
 
     // MARK: 100,000 credentials: find by email, add, remove
@@ -160,6 +152,20 @@ func postgresFigures(url: String) async throws {
         }
         await record("postgres.change_event.a_to_b.median", percentile(latencies, 0.5), "ms")
         await record("postgres.change_event.a_to_b.p99", percentile(latencies, 0.99), "ms")
+    }
+}
+
+/// Creates the database `name` (a benchmark's own) on the server at `url`.
+func createDatabase(_ name: String, at url: String) async throws {
+    _ = try await withPostgres(url) { client in
+        try await client.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"))
+    }
+}
+
+/// Drops the database `name`, with its connections.
+func dropDatabase(_ name: String, at url: String) async throws {
+    _ = try await withPostgres(url) { client in
+        try await client.query(PostgresQuery(unsafeSQL: "DROP DATABASE \(name) WITH (FORCE)"))
     }
 }
 

@@ -24,7 +24,7 @@ struct Figure: Encodable {
 let arguments = CommandLine.arguments
 let asJSON = arguments.contains("--json")
 let quick = arguments.contains("--quick")
-/// `--only SECTION` (provider, dpop, store, cli, postgres): that section alone.
+/// `--only SECTION` (provider, dpop, store, cli, web, postgres): that section alone.
 let only = arguments.firstIndex(of: "--only").flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil }
 func runs(_ section: String) -> Bool { only == nil || only == section }
 var figures: [Figure] = []
@@ -328,10 +328,14 @@ if runs("cli") {
 
 // MARK: The fleet store, when a PostgreSQL server is named
 
-if let index = arguments.firstIndex(of: "--postgres"), index + 1 < arguments.count {
-    if runs("postgres") { try await postgresFigures(url: arguments[index + 1]) }
-} else if let url = ProcessInfo.processInfo.environment["LATCHKEY_BENCH_POSTGRES_URL"], !url.isEmpty {
-    if runs("postgres") { try await postgresFigures(url: url) }
+let postgresURL =
+    arguments.firstIndex(of: "--postgres").flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil }
+    ?? ProcessInfo.processInfo.environment["LATCHKEY_BENCH_POSTGRES_URL"].flatMap { $0.isEmpty ? nil : $0 }
+
+if runs("web") { try await webFigures(postgres: postgresURL) }
+
+if let postgresURL {
+    if runs("postgres") { try await postgresFigures(url: postgresURL) }
 } else if runs("postgres") {
     FileHandle.standardError.write(
         Data("latchkey-bench: no PostgreSQL figures (name a server with --postgres URL)\n".utf8))

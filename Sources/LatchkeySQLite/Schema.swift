@@ -133,10 +133,11 @@ enum Schema {
         },
         { db, _ in
             // Web sessions (keyed by the hash of their cookie), indexed for back-channel logout;
-            // pending sign-ins, sealed; the logout tokens seen, for the replay check.
+            // pending sign-ins, sealed; the logout tokens seen, for the replay check. (`IF NOT
+            // EXISTS`: a store whose version was set back by hand may have them already.)
             try db.execute(
                 sql: """
-                    CREATE TABLE web_session (
+                    CREATE TABLE IF NOT EXISTS web_session (
                         handle TEXT PRIMARY KEY NOT NULL,
                         credential_id TEXT NOT NULL,
                         issuer TEXT NOT NULL,
@@ -146,14 +147,14 @@ enum Schema {
                         last_seen_at REAL NOT NULL,
                         expires_at REAL NOT NULL
                     );
-                    CREATE INDEX web_session_sid ON web_session(issuer, sid);
-                    CREATE INDEX web_session_subject ON web_session(issuer, subject);
-                    CREATE TABLE web_pending_sign_in (
+                    CREATE INDEX IF NOT EXISTS web_session_sid ON web_session(issuer, sid);
+                    CREATE INDEX IF NOT EXISTS web_session_subject ON web_session(issuer, subject);
+                    CREATE TABLE IF NOT EXISTS web_pending_sign_in (
                         handle TEXT PRIMARY KEY NOT NULL,
                         sealed BLOB NOT NULL,
                         expires_at REAL NOT NULL
                     );
-                    CREATE TABLE logout_token_seen (
+                    CREATE TABLE IF NOT EXISTS logout_token_seen (
                         id TEXT PRIMARY KEY NOT NULL,
                         keep_until REAL NOT NULL
                     );

@@ -3,6 +3,11 @@ import Foundation
 import Latchkey
 import SystemPackage
 
+// `stat`'s `timespec` is CoreFoundation's as far as the compiler's member lookup goes on Linux,
+// depending on how the module's files are batched: imported here, it is found either way.
+#if canImport(CoreFoundation)
+    import CoreFoundation
+#endif
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Musl)

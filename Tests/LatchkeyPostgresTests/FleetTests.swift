@@ -98,7 +98,7 @@ struct FleetTests {
             return answer
         }
         #expect(rows == 1)
-        #expect(version == 3)
+        #expect(version == 4)  // the current schema version
     }
 
     @Test("4 instances × 250 callers of one expired credential make one refresh request")

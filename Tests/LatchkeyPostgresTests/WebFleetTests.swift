@@ -13,17 +13,16 @@ import Testing
 @Suite("A web app's fleet: back-channel logout reaches every instance", .enabled(if: PostgresServer.isEnabled))
 struct WebFleetTests {
     struct Fleet {
-        let provider: DevProvider
+        let provider: DevProvider?
         let a: URL
         let b: URL
         let instances: [ChildProcess]
         let url: String
         let key: SymmetricKey
 
+        /// Two instances against a development provider in this process, whose client "web-app"
+        /// sends its back-channel logouts to the second.
         static func start() async throws -> Fleet {
-            let url = try await PostgresServer.freshDatabase()
-            let key = SymmetricKey(size: .bits256)
-            let hex = key.withUnsafeBytes { $0.map { String(format: "%02x", $0) }.joined() }
             let (portA, portB) = (try await FreePort.pick(), try await FreePort.pick())
             var configuration = DevProviderConfiguration.default
             configuration.clients.append(
@@ -33,26 +32,45 @@ struct WebFleetTests {
                     postLogoutRedirectURIs: [], backchannelLogoutURI: "http://127.0.0.1:\(portB)/backchannel-logout"))
             let provider = try await DevProvider.start(
                 configuration: configuration, signingKeys: try await SharedSigningKeys.get())
+            return try await start(
+                issuer: provider.issuer, clientID: "web-app", secret: "web-app-secret", ports: (portA, portB),
+                provider: provider)
+        }
+
+        /// Two instances on `ports` of a fresh store, signing users in at `issuer`.
+        static func start(
+            issuer: URL, clientID: String, secret: String, ports: (Int, Int), provider: DevProvider? = nil
+        ) async throws -> Fleet {
+            let url = try await PostgresServer.freshDatabase()
+            let key = SymmetricKey(size: .bits256)
+            let hex = key.withUnsafeBytes { $0.map { String(format: "%02x", $0) }.joined() }
             var instances: [ChildProcess] = []
-            for port in [portA, portB] {
+            for port in [ports.0, ports.1] {
                 let instance = try await ChildProcess.start(
                     Executables.url("latchkey-web-example"),
                     [
-                        "--issuer", provider.issuer.absoluteString, "--client-id", "web-app", "--client-secret",
-                        "web-app-secret", "--port", "\(port)", "--postgres", url, "--key-hex", hex,
+                        "--issuer", issuer.absoluteString, "--client-id", clientID, "--client-secret", secret,
+                        "--port", "\(port)", "--postgres", url, "--key-hex", hex,
                     ])
                 _ = try await instance.standardOutput(until: { $0.contains("listening on") })
                 instances.append(instance)
             }
             return Fleet(
-                provider: provider, a: try #require(URL(string: "http://127.0.0.1:\(portA)")),
-                b: try #require(URL(string: "http://127.0.0.1:\(portB)")), instances: instances, url: url, key: key)
+                provider: provider, a: try #require(URL(string: "http://127.0.0.1:\(ports.0)")),
+                b: try #require(URL(string: "http://127.0.0.1:\(ports.1)")), instances: instances, url: url, key: key)
+        }
+
+        /// The refresh token of the only credential in the store.
+        func onlyRefreshToken() async throws -> String {
+            try await PostgresServer.withStore(key: key, url: url) { store, _, _ in
+                try #require(try await store.all().first?.token.refreshToken)
+            }
         }
 
         func stop() async {
             for instance in instances { instance.send(signal: SIGTERM) }
             for instance in instances { _ = try? await instance.finish() }
-            await provider.stop()
+            await provider?.stop()
         }
 
         /// Signs `username` in on `instance` in a fresh browser (a provider session of its own).
@@ -65,8 +83,12 @@ struct WebFleetTests {
         }
     }
 
-    static func withFleet(_ body: (Fleet) async throws -> Void) async throws {
-        let fleet = try await Fleet.start()
+    static func withFleet(
+        _ start: () async throws -> Fleet = { try await Fleet.start() }, _ body: (Fleet) async throws -> Void
+    )
+        async throws
+    {
+        let fleet = try await start()
         do {
             try await body(fleet)
         } catch {
@@ -76,33 +98,39 @@ struct WebFleetTests {
         await fleet.stop()
     }
 
+    /// Whether the provider's introspection says `token` (a refresh token) is active.
+    static func isActive(_ token: String, at issuer: URL, clientID: String, secret: String) async throws -> Bool {
+        let client = OpenIDProvider(
+            configuration: OpenIDProviderConfiguration(
+                issuer: issuer, clientID: clientID, authentication: .basic(secret: secret)),
+            transport: AsyncHTTPClientTransport.shared)
+        return try await client.introspect(token, kind: .refreshToken).active
+    }
+
     @Test("a session ended at the provider is signed out on A after its logout token reached B")
     func logoutReachesEveryInstance() async throws {
         try await Self.withFleet { fleet in
             let browser = try await fleet.signIn("alice", on: fleet.a)
             #expect(try await browser.open(fleet.a.appendingPathComponent("protected")).body.contains("you are alice"))
-            let refreshToken = try await PostgresServer.withStore(key: fleet.key, url: fleet.url) { store, _, _ in
-                try #require(try await store.all().first?.token.refreshToken)
-            }
-            fleet.provider.backChannel.fault = .replay
-            #expect(await fleet.provider.endSessions(of: "alice") == 1)
-            let deliveries = fleet.provider.backChannel.deliveries
+            let refreshToken = try await fleet.onlyRefreshToken()
+            let provider = try #require(fleet.provider)
+            provider.backChannel.fault = .replay
+            #expect(await provider.endSessions(of: "alice") == 1)
+            let deliveries = provider.backChannel.deliveries
             #expect(deliveries.map(\.uri).allSatisfy { $0.hasPrefix(fleet.b.absoluteString) })
             #expect(deliveries.map(\.status) == [200, 400], "the replay is refused")
             // A reads the session at every request: signed out at once, well within a second.
             #expect(try await browser.open(fleet.a).body.contains("Signed out."))
-            let client = OpenIDProvider(
-                configuration: OpenIDProviderConfiguration(
-                    issuer: fleet.provider.issuer, clientID: "web-app", authentication: .basic(secret: "web-app-secret")
-                ),
-                transport: AsyncHTTPClientTransport.shared)
-            #expect(!(try await client.introspect(refreshToken, kind: .refreshToken).active))
+            #expect(
+                !(try await Self.isActive(
+                    refreshToken, at: provider.issuer, clientID: "web-app", secret: "web-app-secret")))
         }
     }
 
     @Test("100 logout tokens at once, half to each instance, end exactly their 100 sessions")
     func hundredAtOnce() async throws {
         try await Self.withFleet { fleet in
+            let provider = try #require(fleet.provider)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for index in 0..<100 {
                     group.addTask {
@@ -114,7 +142,7 @@ struct WebFleetTests {
                 try await group.waitForAll()
             }
             try await PostgresServer.withStore(key: fleet.key, url: fleet.url) { store, storage, _ in
-                let issuer = fleet.provider.issuer.absoluteString
+                let issuer = provider.issuer.absoluteString
                 let alices = try await storage.webSessions(issuer: issuer, providerSessionID: nil, subject: nil)
                     .filter { $0.subject != nil }
                 #expect(alices.count == 105)
@@ -125,7 +153,7 @@ struct WebFleetTests {
                 var tokens: [String] = []
                 for session in targets {
                     tokens.append(
-                        try await fleet.provider.makeLogoutToken(
+                        try await provider.makeLogoutToken(
                             clientID: "web-app", subject: nil, sid: session.providerSessionID))
                 }
                 let statuses = try await withThrowingTaskGroup(of: Int.self) { group in

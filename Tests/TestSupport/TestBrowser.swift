@@ -19,9 +19,13 @@ public actor TestBrowser {
     }
 
     /// A client that never follows redirects: the browser does, keeping cookies on the way.
+    /// Many connections per host, and time to get one: tests send a hundred requests at once on a
+    /// loaded machine.
     static let client = HTTPClient(
         eventLoopGroup: MultiThreadedEventLoopGroup.singleton,
-        configuration: HTTPClient.Configuration(redirectConfiguration: .disallow))
+        configuration: HTTPClient.Configuration(
+            redirectConfiguration: .disallow, timeout: .init(connect: .seconds(60), read: .seconds(60)),
+            connectionPool: .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 128)))
 
     public private(set) var cookies: [String: String] = [:]
 

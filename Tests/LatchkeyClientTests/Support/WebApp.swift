@@ -35,16 +35,18 @@ struct WebApp {
 
     static func start(
         port: Int, issuer: URL, store: CredentialStore = .inMemory(), clientID: String = "web-app",
-        secret: String = "web-app-secret", policy: WebSessionPolicy = WebSessionPolicy()
+        secret: String = "web-app-secret", policy: WebSessionPolicy = WebSessionPolicy(), publicBase: URL? = nil
     ) async throws -> WebApp {
         let provider = OpenIDProvider(
             configuration: OpenIDProviderConfiguration(
                 issuer: issuer, clientID: clientID, authentication: .basic(secret: secret)),
             transport: AsyncHTTPClientTransport.shared, clock: store.clock)
         let base = try #require(URL(string: "http://127.0.0.1:\(port)"))
+        // The URL the app is known by (an https one behind a proxy, say); itself by default.
+        let known = publicBase ?? base
         let sessions = try WebSessions(
-            store: store, provider: provider, redirectURI: base.appendingPathComponent("callback"),
-            postLogoutRedirectURI: base.appendingPathComponent(""), policy: policy)
+            store: store, provider: provider, redirectURI: known.appendingPathComponent("callback"),
+            postLogoutRedirectURI: known.appendingPathComponent(""), policy: policy)
         let recorder = SignOutRecorder()
         let router = Router(context: LatchkeyWebContext.self)
         router.add(middleware: WebSessionMiddleware(sessions: sessions))

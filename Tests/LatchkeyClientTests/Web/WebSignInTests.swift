@@ -15,12 +15,16 @@ struct WebSignInTests {
         return try await DevProvider.start(configuration: configuration, signingKeys: try await SharedSigningKeys.get())
     }
 
+    /// Runs `body` with a provider and an app in this process, both stopped after.
     static func withApp(
-        sessionRequired: Bool? = nil, _ body: (DevProvider, WebApp) async throws -> Void
+        sessionRequired: Bool? = nil, store: CredentialStore = .inMemory(),
+        policy: WebSessionPolicy = WebSessionPolicy(),
+        publicBase: URL? = nil, _ body: (DevProvider, WebApp) async throws -> Void
     ) async throws {
         let port = try await FreePort.pick()
         let provider = try await provider(port: port, sessionRequired: sessionRequired)
-        let app = try await WebApp.start(port: port, issuer: provider.issuer)
+        let app = try await WebApp.start(
+            port: port, issuer: provider.issuer, store: store, policy: policy, publicBase: publicBase)
         do {
             try await body(provider, app)
         } catch {

@@ -1,15 +1,14 @@
 import AsyncHTTPClient
-import Foundation
-import LatchkeyTestSupport
+public import Foundation
 import NIOCore
 import NIOHTTP1
 import Testing
 
 /// Headless Chromium, driven through chromedriver over the W3C WebDriver HTTP API
 /// (https://www.w3.org/TR/webdriver2/): just the commands a sign-in needs.
-struct WebDriver: Sendable {
+public struct WebDriver: Sendable {
     /// Whether Debian's `chromium` and `chromium-driver` are installed.
-    static var isAvailable: Bool { chromium != nil && chromedriver != nil }
+    public static var isAvailable: Bool { chromium != nil && chromedriver != nil }
 
     static var chromium: String? { executable(["chromium", "chromium-browser", "google-chrome"]) }
     static var chromedriver: String? { executable(["chromedriver"]) }
@@ -28,7 +27,7 @@ struct WebDriver: Sendable {
     let base: String
 
     /// Starts chromedriver on a free loopback port.
-    static func start() async throws -> WebDriver {
+    public static func start() async throws -> WebDriver {
         let driver = try #require(chromedriver, "chromedriver is not installed: run scripts/install-deps")
         let process = try await ChildProcess.start(URL(fileURLWithPath: driver), ["--port=0"], input: "")
         let banner = try await process.standardOutput { $0.contains("started successfully on port") }
@@ -38,13 +37,13 @@ struct WebDriver: Sendable {
         return WebDriver(process: process, base: "http://127.0.0.1:\(port)")
     }
 
-    func stop() async {
+    public func stop() async {
         process.send(signal: SIGTERM)
         _ = try? await process.finish()
     }
 
     /// A new headless browser.
-    func session() async throws -> Session {
+    public func session() async throws -> Session {
         let binary = try #require(Self.chromium, "chromium is not installed: run scripts/install-deps")
         let capabilities: [String: Any] = [
             "capabilities": [
@@ -64,47 +63,59 @@ struct WebDriver: Sendable {
     }
 
     /// One browser window.
-    struct Session: Sendable {
+    public struct Session: Sendable {
         let base: String
 
-        func navigate(to url: String) async throws { _ = try await call(.POST, "/url", ["url": url]) }
+        public func navigate(to url: String) async throws { _ = try await call(.POST, "/url", ["url": url]) }
 
-        func currentURL() async throws -> String { try await call(.GET, "/url") as? String ?? "" }
+        public func currentURL() async throws -> String { try await call(.GET, "/url") as? String ?? "" }
 
         /// The element `selector` (CSS) matches, waited for up to `timeout`.
-        func element(_ selector: String, timeout: Duration = .seconds(20)) async throws -> String {
+        public func element(_ selector: String, timeout: Duration = .seconds(20)) async throws -> String {
             try await waitFor("the element \(selector)", timeout: timeout) {
                 let found = try? await call(.POST, "/element", ["using": "css selector", "value": selector])
                 return (found as? [String: Any])?.values.first as? String
             }
         }
 
-        func type(_ text: String, into selector: String) async throws {
+        public func type(_ text: String, into selector: String) async throws {
             let element = try await element(selector)
             _ = try await call(.POST, "/element/\(element)/value", ["text": text])
         }
 
-        func click(_ selector: String) async throws {
+        public func click(_ selector: String) async throws {
             let element = try await element(selector)
             _ = try await call(.POST, "/element/\(element)/click", [:])
         }
 
         /// The page's visible text.
-        func text() async throws -> String {
+        public func text() async throws -> String {
             let body = try await element("body")
             return try await call(.GET, "/element/\(body)/text") as? String ?? ""
         }
 
+        /// The cookies the browser holds for the current page's host, by name.
+        public func cookies() async throws -> [String: String] {
+            let list = try await call(.GET, "/cookie") as? [[String: Any]] ?? []
+            var cookies: [String: String] = [:]
+            for cookie in list {
+                if let name = cookie["name"] as? String, let value = cookie["value"] as? String {
+                    cookies[name] = value
+                }
+            }
+            return cookies
+        }
+
         /// A PNG of the window.
-        func screenshot() async throws -> Data {
+        public func screenshot() async throws -> Data {
             let encoded = try await call(.GET, "/screenshot") as? String ?? ""
             return try #require(Data(base64Encoded: encoded), "the screenshot is not base64")
         }
 
-        func close() async { _ = try? await call(.DELETE, "") }
+        public func close() async { _ = try? await call(.DELETE, "") }
 
         /// Polls `probe` until it gives a value, for up to `timeout`.
-        func waitFor<T>(_ what: String, timeout: Duration, _ probe: () async throws -> T?) async throws -> T {
+        public func waitFor<T>(_ what: String, timeout: Duration, _ probe: () async throws -> T?) async throws -> T {
             let deadline = ContinuousClock.now + TestTiming.scaled(timeout)
             while true {
                 if let value = try await probe() { return value }
@@ -120,9 +131,9 @@ struct WebDriver: Sendable {
         }
     }
 
-    struct WebDriverError: Error, CustomStringConvertible {
-        var message: String
-        var description: String { message }
+    public struct WebDriverError: Error, CustomStringConvertible {
+        public var message: String
+        public var description: String { message }
     }
 
     /// One WebDriver command: JSON in, the answer's `value` out; a WebDriver error throws.
