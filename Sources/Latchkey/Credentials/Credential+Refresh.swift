@@ -63,6 +63,37 @@ extension Credential {
         return idToken
     }
 
+    /// An access token valid for at least `seconds`, exactly: unlike
+    /// ``accessToken(minimumValidity:)``, there is no cap at half the token's lifetime (what a
+    /// user who asks for a token that lasts an hour means). When the provider's tokens live
+    /// shorter, the token of one refresh is returned: callers that ask at once, in this process
+    /// or others, share that refresh instead of each refreshing in turn.
+    public func accessToken(validFor seconds: TimeInterval) async throws(ProviderError) -> String {
+        let current = try await stored()
+        if let accessToken = current.token.accessToken, !current.token.expires(within: seconds, at: now()),
+            !current.needsRefresh(minimumValidity: 0, at: now())
+        {
+            return accessToken
+        }
+        let seen = current.token.accessToken.map(StoredCredential.fingerprint)
+        let refreshed = try await sharedRefresh(.accessTokenFor(seconds, seen: seen), of: current.token).get()
+        guard let accessToken = refreshed.token.accessToken else {
+            throw ProviderError(.invalidResponse, endpoint: .token, reason: "The refresh gave no access token.")
+        }
+        return accessToken
+    }
+
+    /// Refreshes now unless the access token is no longer `accessToken` (another caller or
+    /// process refreshed since it was read), and returns the stored tokens: a forced refresh
+    /// that callers asking at once make once.
+    @discardableResult
+    public func refresh(replacing accessToken: String?) async throws(ProviderError) -> Token {
+        let seen = accessToken.map(StoredCredential.fingerprint)
+        let refreshed = try await sharedRefresh(.newAccessToken(seen: seen), of: try await stored().token).get()
+        if let failure = refreshed.idTokenFailure { throw failure }
+        return refreshed.token
+    }
+
     /// Refreshes now, whatever the access token's expiry, and returns the stored tokens.
     ///
     /// Throws ``ProviderError/Code/idTokenRejected`` when the new ID token fails verification;

@@ -10,6 +10,14 @@ package enum RefreshNeed: Sendable, Hashable {
     case accessToken(TimeInterval)
     /// An ID token valid for this many seconds.
     case idToken(TimeInterval)
+    /// An access token valid for this many seconds, with no cap at half its lifetime, or any
+    /// access token other than the one the caller saw (its fingerprint): another caller or
+    /// process refreshed meanwhile, and its token is taken even when it lives shorter, so that
+    /// many callers make one refresh.
+    case accessTokenFor(TimeInterval, seen: String?)
+    /// An access token other than the one the caller saw: a forced refresh that many callers
+    /// at once make once.
+    case newAccessToken(seen: String?)
 }
 
 extension StoredCredential {
@@ -38,6 +46,11 @@ extension StoredCredential {
             return token.accessToken != nil && !needsRefresh(minimumValidity: minimumValidity, at: date)
         case .idToken(let minimumValidity):
             return token.idTokenExpiresAt.map { $0.timeIntervalSince(date) >= minimumValidity } ?? false
+        case .accessTokenFor(let seconds, let seen):
+            guard let accessToken = token.accessToken, !needsRefresh(minimumValidity: 0, at: date) else { return false }
+            return Self.fingerprint(accessToken) != seen || !token.expires(within: seconds, at: date)
+        case .newAccessToken(let seen):
+            return token.accessToken.map { Self.fingerprint($0) != seen } ?? false
         }
     }
 

@@ -2,7 +2,8 @@ import ArgumentParser
 import Foundation
 import Latchkey
 
-/// `latchkey token [ACCOUNT]`: the raw access token, refreshed if needed (like `gh auth token`).
+/// `latchkey token [ACCOUNT]`: the raw access token, refreshed if needed (like `gh auth token`
+/// and `oidc-token`), or the ID token, as a line, JSON or shell `export` lines.
 struct TokenCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "token", abstract: "Print the account's access token (refreshed if needed) on standard output.")
@@ -12,41 +13,68 @@ struct TokenCommand: AsyncParsableCommand {
     var account: String?
     @Option(help: "A token for this resource alone (RFC 8707): an absolute URI, its audience.") var resource: String?
     @Option(help: "A token for these scopes only (space separated), fewer than the account's.") var scope: String?
+    @Option(
+        name: .customLong("min-validity"),
+        help: "Refresh first unless the token stays valid this long (seconds, or 90s, 5m, 1h; default 60s).")
+    var minValidity: TokenValidity = TokenValidity(seconds: 60)
+    @Flag(help: "Refresh now, whatever the token's expiry (one refresh for every process at once).") var force = false
+    @Flag(name: .customLong("id-token"), help: "The ID token instead (refreshed when needed).") var idToken = false
+    @Option(help: "token (the token alone), json (with its type, expiry, issuer, scope and account), or export.")
+    var format: TokenFormat?
 
     func validate() throws {
         if let resource, !ResourceToken.isValidResource(resource) {
             throw ValidationError("--resource must be an absolute URI without a fragment (RFC 8707): \(resource)")
+        }
+        if idToken, resource != nil || scope != nil {
+            throw ValidationError("--id-token cannot be narrowed with --resource or --scope.")
+        }
+        if force, resource != nil || scope != nil {
+            throw ValidationError("--force refreshes the account's own tokens; leave out --resource and --scope.")
+        }
+        if global.json, let format, format != .json {
+            throw ValidationError("--json and --format \(format.rawValue) ask for two formats; give one.")
         }
     }
 
     func run() async throws {
         let resource = resource.flatMap(URL.init(string:))
         let scopes = scope.map { $0.split(separator: " ").map(String.init) }
+        let validity = minValidity.seconds
         // Only go to the network (and retry the outbox) when the token must be refreshed.
         let key = ResourceToken.key(resource: resource?.absoluteString, scopes: scopes)
-        let credential = try await global.account(account) { stored in
+        let context = try await global.account(account) { stored in
+            if force { return true }
+            if idToken { return stored.token.idTokenExpiresAt.map { $0.timeIntervalSinceNow < validity } ?? true }
             guard resource != nil || scopes != nil else {
-                return stored.token.accessToken == nil || stored.token.expires(within: 60)
+                return stored.token.accessToken == nil || stored.token.expires(within: validity)
             }
-            return stored.token.resourceTokens[key]?.isValid(for: 60, at: Date()) != true
+            return stored.token.resourceTokens[key]?.isValid(for: validity, at: Date()) != true
         }
-        .credential
+        let credential = context.credential
         let token: String
         do {
-            if resource != nil || scopes != nil {
-                token = try await credential.accessToken(for: resource, scopes: scopes)
+            if force { try await credential.refresh(replacing: context.stored.token.accessToken) }
+            if idToken {
+                token = try await credential.idToken(minimumValidity: validity)
+            } else if resource != nil || scopes != nil {
+                token = try await credential.accessToken(for: resource, scopes: scopes, minimumValidity: validity)
             } else {
-                token = try await credential.accessToken()
+                token = try await credential.accessToken(validFor: validity)
             }
         } catch {
-            throw CLIError.provider(error, doing: "No access token")
+            throw CLIError.provider(error, doing: idToken ? "No ID token" : "No access token")
         }
-        if global.json {
-            Output.json(["accessToken": token])
-        } else {
-            Output.line(token)
+        let stored = try await credential.token
+        let description = TokenDescription(
+            token: token, idToken: idToken, stored: stored, resource: resource, key: key,
+            account: context.stored.metadata.displayName ?? context.stored.id.rawValue)
+        switch format ?? (global.json ? .json : .token) {
+        case .token: Output.line(token)
+        case .json: Output.json(description.fields)
+        case .export: for line in description.exportLines { Output.line(line) }
         }
-        if try await credential.token.dpop != nil, Output.errorIsTerminal {
+        if !idToken, stored.dpop != nil, Output.errorIsTerminal {
             Output.note(
                 "This token is bound to the account's key (DPoP): a request needs a proof with it. Use `latchkey api URL`, or `latchkey proof METHOD URL` for curl."
             )
