@@ -35,6 +35,13 @@ struct CLIKeyTests: DevProviderCLITest {
             let keyFile = keys.path + "/home.key"
             #expect(try await CLI.run(["key", "generate", keyFile]).status == 0)
             #expect(try await CLI.run(["key", "generate", keyFile]).status == 2, "an existing key is never replaced")
+            // The global options: --json is taken; those that name a store are refused, and say why.
+            let json = try await CLI.run(["key", "generate", keys.path + "/other.key", "--json"])
+            #expect(json.status == 0 && json.stdout.contains("\"file\""), "\(json.stderr)")
+            let homed = try await CLI.run(["--home", keys.path, "key", "generate", keys.path + "/third.key"])
+            #expect(homed.status == 2, "\(homed.stderr)")
+            #expect(homed.stderr.contains("--home names a store; `key generate` opens none"))
+            #expect(!FileManager.default.fileExists(atPath: keys.path + "/third.key"))
             let mode = try FileManager.default.attributesOfItem(atPath: keyFile)[.posixPermissions] as? Int
             #expect(mode == 0o600)
             let elsewhere = try Device()

@@ -16,11 +16,27 @@ struct KeyCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Write a new 256-bit key (base64) to a new file of mode 0600; an existing file is never replaced."
         )
+        @OptionGroup var global: GlobalOptions
         @Argument(help: "The file to create.") var file: String
+
+        /// The options that name a store mean nothing here: said so, not silently ignored.
+        func validate() throws {
+            let given = [
+                ("--home", global.home != nil), ("--store", global.store != nil), ("--key-file", global.keyFile != nil),
+                ("--key-fd", global.keyDescriptor != nil),
+            ].filter(\.1).map(\.0)
+            guard given.isEmpty else {
+                throw ValidationError(
+                    "\(given.joined(separator: ", ")) name\(given.count == 1 ? "s" : "") a store; `key generate` opens none: it writes a new key to FILE. Pass that file to --key-file later."
+                )
+            }
+        }
 
         func run() async throws {
             try Self.write(SymmetricKey(size: .bits256), to: file)
-            Output.line("Wrote a new key to \(file) (mode 0600). Use it with --key-file or LATCHKEY_KEY_FILE.")
+            Output.report(
+                global, "Wrote a new key to \(file) (mode 0600). Use it with --key-file or LATCHKEY_KEY_FILE.",
+                ["file": .string(file)])
         }
     }
 
