@@ -61,7 +61,8 @@ public actor TestBrowser {
             request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
             request.body = .bytes(ByteBuffer(string: body))
         }
-        let response = try await Self.client.execute(request, timeout: .seconds(30))
+        let response = try await Self.client.execute(
+            request, timeout: TimeAmount.seconds(Int64(30 * TestTiming.slowdown)))
         let body = try await response.body.collect(upTo: 4 << 20)
         for value in response.headers["Set-Cookie"] {
             let pair = value.split(separator: ";", maxSplits: 1)[0].split(separator: "=", maxSplits: 1)

@@ -64,7 +64,7 @@ public final class DevProviderBackChannel: Sendable {
     public var deliveries: [Delivery] { settings.withLock { $0.deliveries } }
 
     /// Signs a token for each notice and POSTs it, all at once; returns when every POST is
-    /// answered or timed out (five seconds).
+    /// answered or timed out (thirty seconds: a receiver under load in a test is slow, not gone).
     func deliver(_ notices: [ProviderState.LogoutNotice], keys: SigningKeys, now: Date) async {
         guard !notices.isEmpty else { return }
         let (shape, fault) = settings.withLock { ($0.shape, $0.fault) }
@@ -123,7 +123,7 @@ public final class DevProviderBackChannel: Sendable {
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
         request.body = .bytes(ByteBuffer(string: "logout_token=" + token))
-        guard let response = try? await HTTPClient.shared.execute(request, timeout: .seconds(5)) else { return nil }
+        guard let response = try? await HTTPClient.shared.execute(request, timeout: .seconds(30)) else { return nil }
         _ = try? await response.body.collect(upTo: 64 * 1024)
         return Int(response.status.code)
     }
