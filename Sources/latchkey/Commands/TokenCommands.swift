@@ -15,8 +15,10 @@ struct TokenCommand: AsyncParsableCommand {
     @Option(help: "A token for these scopes only (space separated), fewer than the account's.") var scope: String?
     @Option(
         name: .customLong("min-validity"),
-        help: "Refresh first unless the token stays valid this long (seconds, or 90s, 5m, 1h; default 60s).")
-    var minValidity: TokenValidity = TokenValidity(seconds: 60)
+        help:
+            "Refresh first unless the token stays valid this long (seconds, or 90s, 5m, 1h). Without it: 60 s, or half the lifetime of a token that lives less than two minutes."
+    )
+    var minValidity: TokenValidity?
     @Flag(help: "Refresh now, whatever the token's expiry (one refresh for every process at once).") var force = false
     @Flag(name: .customLong("id-token"), help: "The ID token instead (refreshed when needed).") var idToken = false
     @Option(help: "token (the token alone), json (with its type, expiry, issuer, scope and account), or export.")
@@ -40,7 +42,7 @@ struct TokenCommand: AsyncParsableCommand {
     func run() async throws {
         let resource = resource.flatMap(URL.init(string:))
         let scopes = scope.map { $0.split(separator: " ").map(String.init) }
-        let validity = minValidity.seconds
+        let validity = minValidity?.seconds ?? 60
         // Only go to the network (and retry the outbox) when the token must be refreshed.
         let key = ResourceToken.key(resource: resource?.absoluteString, scopes: scopes)
         let context = try await global.account(account) { stored in
@@ -59,8 +61,11 @@ struct TokenCommand: AsyncParsableCommand {
                 token = try await credential.idToken(minimumValidity: validity)
             } else if resource != nil || scopes != nil {
                 token = try await credential.accessToken(for: resource, scopes: scopes, minimumValidity: validity)
+            } else if let minValidity {
+                // Asked for explicitly: exactly that long.
+                token = try await credential.accessToken(validFor: minValidity.seconds)
             } else {
-                token = try await credential.accessToken(validFor: validity)
+                token = try await credential.accessToken()
             }
         } catch {
             throw CLIError.provider(error, doing: idToken ? "No ID token" : "No access token")
