@@ -52,12 +52,26 @@ struct WebFleetTests {
                         "--issuer", issuer.absoluteString, "--client-id", clientID, "--client-secret", secret,
                         "--port", "\(port)", "--postgres", url, "--key-hex", hex,
                     ])
-                _ = try await instance.standardOutput(until: { $0.contains("listening on") })
                 instances.append(instance)
+                let said = try await instance.standardOutput(until: { $0.contains("listening on") })
+                guard said.contains("listening on") else {
+                    for started in instances { started.send(signal: SIGKILL) }
+                    let result = try await instance.finish()
+                    for started in instances { _ = try? await started.finish() }
+                    await provider?.stop()
+                    throw StartFailure(port: port, stderr: result.stderr)
+                }
             }
             return Fleet(
                 provider: provider, a: try #require(URL(string: "http://127.0.0.1:\(ports.0)")),
                 b: try #require(URL(string: "http://127.0.0.1:\(ports.1)")), instances: instances, url: url, key: key)
+        }
+
+        /// An instance ended before it listened.
+        struct StartFailure: Error, CustomStringConvertible {
+            let port: Int
+            let stderr: String
+            var description: String { "the instance on port \(port) ended before it listened: \(stderr)" }
         }
 
         /// The refresh token of the only credential in the store.

@@ -17,10 +17,18 @@ public final class ChildProcess: Sendable {
         public var stderr: String
     }
 
-    /// What the process has written so far, and whether it has ended.
+    /// What the process has written so far, and whether it has closed both its outputs (it has
+    /// ended then, or will write nothing more: a waiter must not wait for standard input to close,
+    /// which only ``finish()`` does).
     private final class Output: Sendable {
-        let state = Mutex<(stdout: String, stderr: String, ended: Bool)>(("", "", false))
-        func withLock<T>(_ body: (inout (stdout: String, stderr: String, ended: Bool)) -> T) -> T {
+        struct State {
+            var stdout = ""
+            var stderr = ""
+            var openStreams = 2
+            var ended: Bool { openStreams <= 0 }
+        }
+        let state = Mutex(State())
+        func withLock<T>(_ body: (inout State) -> T) -> T {
             state.withLock { body(&$0) }
         }
     }
@@ -60,7 +68,7 @@ public final class ChildProcess: Sendable {
             variables[Environment.Key(stringLiteral: name)] = value
         }
         let task = Task<Int32, any Error> {
-            defer { output.withLock { $0.ended = true } }
+            defer { output.withLock { $0.openStreams = 0 } }
             do {
                 let result = try await Subprocess.run(
                     .path(FilePath(executable.path)), arguments: Arguments(arguments),
@@ -75,12 +83,14 @@ public final class ChildProcess: Sendable {
                             try? await execution.standardInputWriter.finish()
                         }
                         group.addTask {
+                            defer { output.withLock { $0.openStreams -= 1 } }
                             for try await chunk in execution.standardOutput {
                                 let text = chunk.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
                                 output.withLock { $0.stdout += text }
                             }
                         }
                         group.addTask {
+                            defer { output.withLock { $0.openStreams -= 1 } }
                             for try await chunk in execution.standardError {
                                 let text = chunk.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
                                 output.withLock { $0.stderr += text }
@@ -143,28 +153,69 @@ public final class ChildProcess: Sendable {
     /// Sends `signal` (SIGINT, SIGKILL, …) to the process.
     public func send(signal: Int32) { _ = kill(processIdentifier, signal) }
 
-    /// Standard output so far, once `done` holds for it or the process has ended.
+    /// Standard output so far, once `done` holds for it or the process has closed its outputs
+    /// (ended); throws ``TimedOut`` after ``limit``.
     public func standardOutput(until done: (String) -> Bool) async throws -> String {
         try await text(standardError: false, until: done)
     }
 
-    /// Standard error so far, once `done` holds for it or the process has ended.
+    /// Standard error so far, once `done` holds for it or the process has closed its outputs
+    /// (ended); throws ``TimedOut`` after ``limit``.
     public func standardError(until done: (String) -> Bool) async throws -> String {
         try await text(standardError: true, until: done)
     }
 
     private func text(standardError: Bool, until done: (String) -> Bool) async throws -> String {
+        let deadline = ContinuousClock.now + TestTiming.scaled(Self.limit)
         while true {
             let (text, ended) = output.withLock { (standardError ? $0.stderr : $0.stdout, $0.ended) }
             if ended || done(text) { return text }
+            if ContinuousClock.now > deadline { throw timedOut("write what the test waits for") }
             try await Task.sleep(for: .milliseconds(20))
         }
     }
 
-    /// Waits for the process to end (closing standard input first).
+    /// How long a test waits for a child before it fails instead of hanging (times the slowdown).
+    public static let limit: Duration = .seconds(180)
+
+    /// Waits for the process to end (closing standard input first). A process that has not ended
+    /// within ``limit`` is killed, and the wait throws a ``TimedOut`` that shows what it wrote: a
+    /// hung child fails its test instead of stopping the whole run.
     public func finish() async throws -> Result {
         input.finish()
-        let status = try await task.value
+        let task = self.task
+        let once = Once()
+        let status = try await withCheckedThrowingContinuation { continuation in
+            once.continuation.withLock { $0 = continuation }
+            let resume: @Sendable (Swift.Result<Int32, any Error>) -> Void = { result in
+                once.continuation.withLock { $0.take() }?.resume(with: result)
+            }
+            Task { resume(await task.result) }
+            Task {
+                try? await Task.sleep(for: TestTiming.scaled(Self.limit))
+                guard once.continuation.withLock({ $0 != nil }) else { return }
+                let error = self.timedOut("end")
+                self.send(signal: SIGKILL)
+                resume(.failure(error))
+            }
+        }
         return output.withLock { Result(status: status, stdout: $0.stdout, stderr: $0.stderr) }
+    }
+
+    /// The wait for the process, resumed once: by its end or by the time limit.
+    private final class Once: Sendable {
+        let continuation = Mutex<CheckedContinuation<Int32, any Error>?>(nil)
+    }
+
+    /// A child did not do what the test waited for within ``ChildProcess/limit``.
+    public struct TimedOut: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    private func timedOut(_ what: String) -> TimedOut {
+        let (stdout, stderr) = output.withLock { ($0.stdout, $0.stderr) }
+        return TimedOut(
+            description: "process \(processIdentifier) did not \(what) within \(TestTiming.scaled(Self.limit)); "
+                + "its output so far: \(stdout.suffix(2000)) | its errors so far: \(stderr.suffix(2000))")
     }
 }

@@ -99,15 +99,3 @@ public actor TestBrowser {
         return try await submit(form.url, fields)
     }
 }
-
-/// A port nothing listens on at the moment: bound on 127.0.0.1, then closed (for servers whose
-/// URL must be known before they start, such as a redirect URI a provider registers).
-public enum FreePort {
-    public static func pick() async throws -> Int {
-        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .bind(host: "127.0.0.1", port: 0).get()
-        let port = channel.localAddress?.port ?? 0
-        try await channel.close()
-        return port
-    }
-}
