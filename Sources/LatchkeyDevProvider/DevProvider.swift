@@ -310,8 +310,8 @@ func buildRouter(
     return router
 }
 
-/// The OAuth endpoints of one issuer. The realm's issuer has no device flow and no global
-/// sign-out, as AM's has not.
+/// The OAuth endpoints of one issuer. The realm's issuer has no device flow, no global
+/// sign-out and no client registration, as AM's has not.
 private func registerOAuth(_ endpoints: Endpoints, on routes: RouterGroup<ProviderContext>, realm: Bool) {
     func path(_ endpoint: DevProviderEndpoint) -> RouterPath {
         RouterPath(realm ? String(endpoint.path.dropFirst()) : endpoint.path)
@@ -331,6 +331,7 @@ private func registerOAuth(_ endpoints: Endpoints, on routes: RouterGroup<Provid
     routes.get(path(.metadata), use: endpoints.authorizationServerMetadata)
     routes.post(path(.globalSignOut), use: endpoints.globalSignOut)
     routes.post(path(.deviceAuthorization), use: endpoints.deviceAuthorization)
+    routes.post(path(.registration), use: endpoints.register)
     routes.get(path(.deviceVerification), use: endpoints.device)
     routes.post(path(.deviceVerification), use: endpoints.device)
 }

@@ -8,6 +8,8 @@ public enum EndpointKind: String, Sendable, Hashable, Codable, CaseIterable, Cus
     case endSession = "end-session"
     case jwks
     case deviceAuthorization = "device-authorization"
+    /// Dynamic client registration (RFC 7591).
+    case registration
     /// A provider-specific global sign-out endpoint.
     case globalSignOut = "global-signout"
     /// The discovery document itself.

@@ -133,6 +133,9 @@ public struct DevProviderConfiguration: Sendable, Codable, Hashable {
     /// The name of the journey sessions' header and cookie, as `serverinfo` gives it. `nil`
     /// (the default): a random one each run, as Advanced Identity Cloud has.
     public var sessionCookieName: String?
+    /// Whether anyone may register a client (RFC 7591) at `/register`, advertised as
+    /// `registration_endpoint` (on by default). Registered clients live as long as the provider.
+    public var clientRegistration: Bool
 
     /// The realm unless one is configured: `alpha`.
     public static let defaultRealm = "alpha"
@@ -153,7 +156,8 @@ public struct DevProviderConfiguration: Sendable, Codable, Hashable {
         passwordGrantIssuesIDToken: Bool = true,
         revokesGrantOnRefreshReplay: Bool = true,
         realm: String = DevProviderConfiguration.defaultRealm,
-        sessionCookieName: String? = nil
+        sessionCookieName: String? = nil,
+        clientRegistration: Bool = true
     ) {
         self.users = users
         self.clients = clients
@@ -170,6 +174,7 @@ public struct DevProviderConfiguration: Sendable, Codable, Hashable {
         self.revokesGrantOnRefreshReplay = revokesGrantOnRefreshReplay
         self.realm = realm
         self.sessionCookieName = sessionCookieName
+        self.clientRegistration = clientRegistration
     }
 
     /// The default users and clients.
@@ -227,6 +232,7 @@ public struct DevProviderConfiguration: Sendable, Codable, Hashable {
             try container.decodeIfPresent(Bool.self, forKey: .revokesGrantOnRefreshReplay) ?? true
         realm = try container.decodeIfPresent(String.self, forKey: .realm) ?? Self.defaultRealm
         sessionCookieName = try container.decodeIfPresent(String.self, forKey: .sessionCookieName)
+        clientRegistration = try container.decodeIfPresent(Bool.self, forKey: .clientRegistration) ?? true
     }
 
     /// The path of the realm's OAuth issuer below the provider's base URL.

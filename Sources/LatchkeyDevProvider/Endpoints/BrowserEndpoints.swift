@@ -12,7 +12,7 @@ extension Endpoints {
     func authorize(_ request: Request, _ context: ProviderContext) async throws -> Response {
         let parameters = try await Parameters.of(request)
         // Errors about the client or the redirect URI are shown, never redirected (§4.1.2.1).
-        guard let clientID = try? parameters["client_id"], let client = configuration.client(clientID) else {
+        guard let clientID = try? parameters["client_id"], let client = state.clients.client(clientID) else {
             return Reply.html(
                 "<h1>Unknown client</h1><p>client_id is missing or not registered.</p>", status: .badRequest)
         }
@@ -201,7 +201,7 @@ extension Endpoints {
         let state = try parameters["state"]
         var redirect: String?
         if let postLogout = try parameters["post_logout_redirect_uri"] {
-            guard let clientID, let client = configuration.client(clientID),
+            guard let clientID, let client = self.state.clients.client(clientID),
                 client.postLogoutRedirectURIs.contains(where: { RedirectMatching.matches(postLogout, registered: $0) })
             else {
                 return Reply.html(

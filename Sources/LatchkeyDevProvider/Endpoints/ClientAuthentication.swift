@@ -10,7 +10,7 @@ enum ClientAuthentication {
     ///
     /// - Parameter allowPublic: whether a public client may call this endpoint.
     static func authenticate(
-        _ request: Request, _ form: Parameters, configuration: DevProviderConfiguration, allowPublic: Bool = true
+        _ request: Request, _ form: Parameters, clients: ClientDirectory, allowPublic: Bool = true
     ) throws -> DevProviderConfiguration.Client {
         let formID = try form["client_id"]
         let formSecret = try form["client_secret"]
@@ -27,13 +27,13 @@ enum ClientAuthentication {
             if let formID, formID != id {
                 throw OAuthFailure.invalidRequest("client_id differs from the Basic credentials.")
             }
-            guard let client = configuration.client(id), let expected = client.clientSecret, expected == secret else {
+            guard let client = clients.client(id), let expected = client.clientSecret, expected == secret else {
                 throw OAuthFailure.invalidClient("Client authentication failed.")
             }
             return client
         }
         guard let formID else { throw OAuthFailure.invalidClient("The client did not identify itself.") }
-        guard let client = configuration.client(formID) else { throw OAuthFailure.invalidClient("Unknown client.") }
+        guard let client = clients.client(formID) else { throw OAuthFailure.invalidClient("Unknown client.") }
         if let expected = client.clientSecret {
             guard let formSecret, formSecret == expected else {
                 throw OAuthFailure.invalidClient("Client authentication failed.")

@@ -36,7 +36,10 @@ struct Endpoints: Sendable {
         let issuer = await issuer(context)
         func url(_ endpoint: DevProviderEndpoint) -> String { issuer + endpoint.path }
         var omitted = omitted
-        if !context.issuerPath.isEmpty { omitted += ["device_authorization_endpoint", Self.globalSignOutKey] }
+        if !context.issuerPath.isEmpty {
+            omitted += ["device_authorization_endpoint", Self.globalSignOutKey]
+        }
+        if !context.issuerPath.isEmpty || !configuration.clientRegistration { omitted.append("registration_endpoint") }
         let metadata: [String: Any] = [
             "issuer": issuer,
             "authorization_endpoint": url(.authorization),
@@ -49,6 +52,7 @@ struct Endpoints: Sendable {
             "backchannel_logout_supported": true,
             "backchannel_logout_session_supported": true,
             "device_authorization_endpoint": url(.deviceAuthorization),
+            "registration_endpoint": url(.registration),
             Self.globalSignOutKey: url(.globalSignOut),
             "response_types_supported": ["code"],
             "response_modes_supported": ["query"],
@@ -97,7 +101,7 @@ struct Endpoints: Sendable {
     func token(_ request: Request, _ context: ProviderContext) async throws -> Response {
         guard request.method == .post else { throw OAuthFailure.invalidRequest("The token endpoint takes POST.") }
         let form = try await Parameters.of(request)
-        let client = try ClientAuthentication.authenticate(request, form, configuration: configuration)
+        let client = try ClientAuthentication.authenticate(request, form, clients: state.clients)
         let grantType = try form.required("grant_type")
         faults.increment("token.\(grantType)")
         guard DevProviderConfiguration.allGrantTypes.contains(grantType) else {
@@ -165,7 +169,7 @@ struct Endpoints: Sendable {
     func revocation(_ request: Request, _ context: ProviderContext) async throws -> Response {
         guard request.method == .post else { throw OAuthFailure.invalidRequest("The revocation endpoint takes POST.") }
         let form = try await Parameters.of(request)
-        let client = try ClientAuthentication.authenticate(request, form, configuration: configuration)
+        let client = try ClientAuthentication.authenticate(request, form, clients: state.clients)
         let token = try form.required("token")
         _ = try form["token_type_hint"]  // a hint only: every kind of token is looked up
         try await state.revoke(token, client: client)
@@ -177,7 +181,7 @@ struct Endpoints: Sendable {
             throw OAuthFailure.invalidRequest("The introspection endpoint takes POST.")
         }
         let form = try await Parameters.of(request)
-        _ = try ClientAuthentication.authenticate(request, form, configuration: configuration, allowPublic: false)
+        _ = try ClientAuthentication.authenticate(request, form, clients: state.clients, allowPublic: false)
         return Reply.json(await state.introspect(try form.required("token")).mapValues(Self.jsonValue))
     }
 
@@ -241,7 +245,7 @@ struct Endpoints: Sendable {
     func deviceAuthorization(_ request: Request, _ context: ProviderContext) async throws -> Response {
         guard request.method == .post else { throw OAuthFailure.invalidRequest("Device authorization takes POST.") }
         let form = try await Parameters.of(request)
-        let client = try ClientAuthentication.authenticate(request, form, configuration: configuration)
+        let client = try ClientAuthentication.authenticate(request, form, clients: state.clients)
         guard client.grantTypes.contains("urn:ietf:params:oauth:grant-type:device_code") else {
             throw OAuthFailure.unauthorizedClient("The client may not use the device grant.")
         }

@@ -14,6 +14,8 @@ public enum DevProviderEndpoint: String, Sendable, Codable, CaseIterable, Hashab
     case globalSignOut = "global_signout"
     case deviceAuthorization = "device_authorization"
     case deviceVerification = "device"
+    /// Dynamic client registration (RFC 7591).
+    case registration = "register"
     /// PingAM's journey endpoint, `json/realms/root/realms/REALM/authenticate`.
     case journey = "authenticate"
     /// PingAM's `json/serverinfo/*`, which names the session cookie.
@@ -41,6 +43,7 @@ public enum DevProviderEndpoint: String, Sendable, Codable, CaseIterable, Hashab
         case .globalSignOut: "/global-signout"
         case .deviceAuthorization: "/device_authorization"
         case .deviceVerification: "/device"
+        case .registration: "/register"
         case .journey: "/json/realms/root/realms/\(realm)/authenticate"
         case .serverInfo: "/json/serverinfo/*"
         case .sessionValidation, .sessionLogout: "/json/realms/root/realms/\(realm)/sessions"

@@ -136,7 +136,7 @@ extension ProviderState {
         let clients = Set(grants.values.filter { $0.sid == session.sid }.map { "\($0.clientID) \($0.issuer)" })
         for key in clients.sorted() {
             let parts = key.split(separator: " ", maxSplits: 1).map(String.init)
-            guard parts.count == 2, let client = configuration.client(parts[0]), let uri = client.backchannelLogoutURI
+            guard parts.count == 2, let client = self.clients.client(parts[0]), let uri = client.backchannelLogoutURI
             else { continue }
             logoutNotices.append(
                 LogoutNotice(

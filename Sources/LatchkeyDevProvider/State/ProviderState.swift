@@ -6,6 +6,8 @@ import Foundation
 /// changed before any suspension point, so a concurrent request never sees half a change.
 actor ProviderState {
     let configuration: DevProviderConfiguration
+    /// The configured clients and those registered since the provider started.
+    nonisolated let clients: ClientDirectory
     let keys: SigningKeys
     /// The lifetime of new access tokens, in seconds (the configuration's, until a test sets another).
     var accessTokenLifetime: Int
@@ -44,6 +46,7 @@ actor ProviderState {
         now: @escaping @Sendable () -> Date
     ) async throws {
         self.configuration = configuration
+        self.clients = ClientDirectory(configured: configuration.clients)
         self.now = now
         accessTokenLifetime = configuration.accessTokenLifetime
         idTokenLifetime = configuration.idTokenLifetime
@@ -208,7 +211,7 @@ actor ProviderState {
     /// `count` grants of `username` to `clientID`, each with a session and a refresh token only:
     /// no signing, no HTTP, for tests that need many live tokens at once.
     func mintRefreshTokens(count: Int, username: String, clientID: String, scopes: [String]) throws -> [String] {
-        guard configuration.user(named: username) != nil, configuration.client(clientID) != nil else {
+        guard configuration.user(named: username) != nil, clients.client(clientID) != nil else {
             throw OAuthFailure.invalidRequest("There is no such user or client.")
         }
         let issued = now()
@@ -241,7 +244,7 @@ actor ProviderState {
         scopes narrowed: [String]? = nil, audience: String? = nil, idToken: Bool = true
     ) async throws -> TokenAnswer {
         guard let grant = grants[grantID], let user = configuration.user(named: grant.username),
-            let session = sessions[grant.sid], let client = configuration.client(grant.clientID)
+            let session = sessions[grant.sid], let client = clients.client(grant.clientID)
         else { throw OAuthFailure.invalidGrant("The grant is not valid.") }
         let issued = now()
         let jti = Self.randomToken(bytes: 12)

@@ -23,7 +23,9 @@ struct ProviderCommand: AsyncParsableCommand {
         @OptionGroup var global: GlobalOptions
         @Argument(help: "A name for the provider.") var name: String
         @Option(help: "The issuer URL (OpenID).") var issuer: String?
-        @Option(name: .customLong("client-id"), help: "The client id.") var clientID: String
+        @Option(name: .customLong("client-id"), help: "The client id (or --register for a new one).")
+        var clientID: String?
+        @OptionGroup var registration: RegistrationOptions
         @Flag(name: .customLong("client-secret-stdin"), help: "Read the client secret from standard input.")
         var clientSecretStdin = false
         @Option(name: [.customLong("scope"), .customLong("scopes")], help: "The scopes to ask for, space separated.")
@@ -72,7 +74,8 @@ struct ProviderCommand: AsyncParsableCommand {
         var cookieName: String?
         @Option(
             name: .customLong("redirect-uri"),
-            help: "The redirect URI registered for the client (Ping); default http://127.0.0.1/callback.")
+            help:
+                "The redirect URI registered for the client (Ping, and --register); default http://127.0.0.1/callback.")
         var redirectURI: String?
 
         @Option(
@@ -90,7 +93,11 @@ struct ProviderCommand: AsyncParsableCommand {
 
         func validate() throws {
             guard !(cognito && pingJourney) else { throw ValidationError("Choose --cognito or --ping-journey.") }
-            let pingOptions = [serverURL, realm, journey, cookieName, redirectURI].contains { $0 != nil }
+            try registration.validate(
+                clientID: clientID, openID: !cognito && !pingJourney, secretStdin: clientSecretStdin)
+            let pingOptions =
+                [serverURL, realm, journey, cookieName].contains { $0 != nil }
+                || (redirectURI != nil && !registration.register)
             if pingJourney {
                 guard let serverURL, let url = URL(string: serverURL), url.host != nil, realm != nil, journey != nil
                 else {
@@ -113,7 +120,11 @@ struct ProviderCommand: AsyncParsableCommand {
             }
             guard !pingOptions else {
                 throw ValidationError(
-                    "--server-url, --realm, --journey, --cookie-name and --redirect-uri go with --ping-journey.")
+                    "--server-url, --realm, --journey and --cookie-name go with --ping-journey, and --redirect-uri with it or --register."
+                )
+            }
+            if let redirectURI, URL(string: redirectURI)?.scheme == nil {
+                throw ValidationError("--redirect-uri must be a URI.")
             }
             if cognito {
                 guard region != nil, userPoolID != nil else {
@@ -150,7 +161,18 @@ struct ProviderCommand: AsyncParsableCommand {
             guard !providers.contains(where: { $0.name == name }) else {
                 throw CLIError.input("A provider named \(name) exists; remove it first.")
             }
-            let secret = clientSecretStdin ? try readSecretFromStandardInput("client secret") : nil
+            var secret = clientSecretStdin ? try readSecretFromStandardInput("client secret") : nil
+            var clientID = self.clientID ?? ""
+            var authMethod = self.authMethod
+            var registered: RegisteredClient?
+            if registration.register {
+                let client = try await registration.register(
+                    issuer: issuer ?? "", redirectURI: redirectURI, scope: scope, passwordGrant: allowPasswordGrant)
+                (clientID, secret, registered) = (client.clientID, client.clientSecret, client)
+                authMethod =
+                    client.authenticationMethod == "client_secret_post"
+                    ? .post : (secret == nil ? AuthMethod.none : .basic)
+            }
             if let authMethod, authMethod != .none, secret == nil {
                 throw CLIError.input("--auth-method \(authMethod.rawValue) needs --client-secret-stdin.")
             }
@@ -172,7 +194,7 @@ struct ProviderCommand: AsyncParsableCommand {
                 allowsPasswordGrant: allowPasswordGrant ? true : nil, dpop: dpop ? true : nil,
                 resources: resources.isEmpty ? nil : resources, region: region, userPoolID: userPoolID,
                 endpointURL: endpointURL, serverURL: serverURL, realm: realm, journey: journey, cookieName: cookieName,
-                redirectURI: redirectURI, gitHosts: gitHosts.isEmpty ? nil : gitHosts,
+                redirectURI: pingJourney ? redirectURI : nil, gitHosts: gitHosts.isEmpty ? nil : gitHosts,
                 gitAllowsHTTP: gitAllowHTTP ? true : nil)
             providers.append(entry)
             try await home.saveProviders(providers)
@@ -186,10 +208,18 @@ struct ProviderCommand: AsyncParsableCommand {
                     try await session.store.retryFailedOutboxEntries(for: identity)
                 }
             }
+            var fields: [String: JSONValue] = ["name": .string(name), "outboxRetried": .number(Double(retried))]
+            var said = "Added provider \(name)."
+            if let registered {
+                said =
+                    "Registered client \(registered.clientID) at \(issuer ?? "") (\(registered.clientSecret == nil ? "public" : "confidential; its secret is sealed in the store")) and added provider \(name)."
+                fields["clientId"] = .string(registered.clientID)
+                fields["registered"] = .bool(true)
+            }
             Output.report(
                 global,
-                "Added provider \(name).\(retried > 0 ? " \(retried) queued step(s) that had failed for good will be tried again." : "")",
-                ["name": .string(name), "outboxRetried": .number(Double(retried))])
+                "\(said)\(retried > 0 ? " \(retried) queued step(s) that had failed for good will be tried again." : "")",
+                fields)
         }
     }
 

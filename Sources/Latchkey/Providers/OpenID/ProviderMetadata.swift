@@ -28,6 +28,7 @@ public struct ProviderMetadata: Sendable, Hashable {
         .introspection: "introspection_endpoint", .userinfo: "userinfo_endpoint",
         .endSession: "end_session_endpoint", .jwks: "jwks_uri",
         .deviceAuthorization: "device_authorization_endpoint", .globalSignOut: "latchkey_global_signout_endpoint",
+        .registration: "registration_endpoint",
     ]
 
     /// Reads a discovery or RFC 8414 document.
