@@ -152,6 +152,9 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),
+                // The desktop keyring through secret-tool; scrypt for a passphrase-sealed key.
+                .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
             ],
             swiftSettings: strictSettings
         ),

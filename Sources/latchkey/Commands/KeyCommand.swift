@@ -9,7 +9,7 @@ import SystemPackage
 struct KeyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "key", abstract: "Make a key, or seal the store again under a new one.",
-        subcommands: [Generate.self, Rotate.self])
+        subcommands: [Generate.self, Rotate.self, Move.self])
 
     /// `latchkey key generate FILE`: a new 256-bit key, base64, in a new file of mode 0600.
     struct Generate: AsyncParsableCommand {
@@ -70,6 +70,13 @@ struct KeyCommand: AsyncParsableCommand {
                 throw CLIError.input(
                     "key rotate seals a SQLite store again; a PostgreSQL store's key stays with its secret manager.")
             }
+            if case .keyFileBesideDatabase = home.keySource, let location = try home.recordedKeyLocation(),
+                !location.isPlainFile
+            {
+                throw CLIError.input(
+                    "The store's key is in \(location.summary); key rotate replaces a key file. Move it to a file first (`latchkey key move --to file FILE`), rotate, and move it back."
+                )
+            }
             let newKey = SymmetricKey(size: .bits256)
             // The client secrets, opened with the old key and sealed under the new one, wait in
             // providers.json.next until the store is sealed again: all or nothing (see Home+Rotation).
@@ -96,9 +103,9 @@ struct KeyCommand: AsyncParsableCommand {
             // A new key file first: if it cannot be written, nothing has changed yet.
             // A descriptor's key was read once and is held in memory: rotation then writes no key
             // file of its own, and the new key goes to --new-key-file.
-            let source = try home.resolvedKeySource()
+            let source = try await home.resolvedKeySource()
             if let newKeyFile { try KeyCommand.Generate.write(newKey, to: newKeyFile) }
-            let rotated = Home(explicit: home.folder.path, keyFile: newKeyFile ?? keyFilePath(home))
+            let rotated = Home(explicit: home.folder.path, keyFile: newKeyFile ?? keyFilePath(source))
             do {
                 try await SQLiteCredentialStorage.rotateKey(path: home.databasePath, key: source, to: newKey)
             } catch {
@@ -112,11 +119,11 @@ struct KeyCommand: AsyncParsableCommand {
             Output.report(
                 global,
                 "Sealed the store again under a new key\(newKeyFile.map { ", written to \($0)" } ?? "").",
-                ["keyFile": .string(newKeyFile ?? keyFilePath(home) ?? home.databasePath + ".key")])
+                ["keyFile": .string(newKeyFile ?? keyFilePath(source) ?? home.databasePath + ".key")])
         }
 
-        private func keyFilePath(_ home: Home) -> String? {
-            switch home.keySource {
+        private func keyFilePath(_ source: SQLiteCredentialStorage.KeySource) -> String? {
+            switch source {
             case .keyFile(let path): path
             default: nil
             }

@@ -69,7 +69,18 @@ struct GlobalOptions: ParsableArguments {
     )
     var store: String?
 
-    var location: Home { Home(explicit: home, keyFile: keyFile, keyDescriptor: keyDescriptor, store: store) }
+    @Option(
+        name: .customLong("passphrase-fd"),
+        help:
+            "Read the passphrase of a passphrase-sealed key file (`key move --to file FILE --passphrase`) from this open file descriptor; default: asked on the terminal."
+    )
+    var passphraseDescriptor: Int32?
+
+    var location: Home {
+        Home(
+            explicit: home, keyFile: keyFile, keyDescriptor: keyDescriptor, store: store,
+            passphraseDescriptor: passphraseDescriptor)
+    }
 }
 
 /// Writes the tool's output: text for people, or one JSON document.

@@ -30,7 +30,7 @@ actor PostgresStores {
             throw StorageError(.databaseFailure, reason: "No PostgreSQL store is configured.", retryable: false)
         }
         if let storage = opened[url] { return storage }
-        let key = try home.resolvedKey()
+        let key = try await home.resolvedKey()
         var configuration = try PostgresCredentialStorage.clientConfiguration(url: url)
         // A command waits for its store a few seconds at most: $LATCHKEY_DATABASE_TIMEOUT, else 5.
         let seconds = CLINumbers.seconds(

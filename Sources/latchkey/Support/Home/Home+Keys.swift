@@ -3,11 +3,17 @@ import Latchkey
 import LatchkeySQLite
 import Synchronization
 
-/// Where the store's key comes from: `--key-fd`, `--key-file`, `$LATCHKEY_KEY_FILE`, or the
-/// key file beside the SQLite database.
+/// Where the store's key comes from: `--key-fd`, `--key-file`, `$LATCHKEY_KEY_FILE`, where
+/// `key move` put it (the desktop keyring, a file, a passphrase-sealed file), or the key file
+/// beside the SQLite database.
 extension Home {
     /// The key source to open the store with: a descriptor's key is read once, then reused.
-    func resolvedKeySource() throws -> SQLiteCredentialStorage.KeySource {
+    func resolvedKeySource() async throws -> SQLiteCredentialStorage.KeySource {
+        // A recorded location is the SQLite store's; a PostgreSQL store's key is named each time.
+        if case .keyFileBesideDatabase = keySource, databaseURL == nil, let location = try recordedKeyLocation() {
+            if case .file(let path) = location { return .keyFile(path) }
+            return .key(try await key(at: location))
+        }
         guard let keyDescriptor = keySource.descriptor else { return keySource }
         return .key(
             try Self.descriptorKey.withLock { cached in
@@ -26,8 +32,8 @@ extension Home {
 
     /// The store's key as a value, for a store that keeps no key file of its own (PostgreSQL):
     /// from `--key-fd`, `--key-file` or `$LATCHKEY_KEY_FILE`.
-    func resolvedKey() throws -> SymmetricKey {
-        switch try resolvedKeySource() {
+    func resolvedKey() async throws -> SymmetricKey {
+        switch try await resolvedKeySource() {
         case .key(let key):
             return key
         case .keyFile(let path):

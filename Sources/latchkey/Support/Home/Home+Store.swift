@@ -44,7 +44,7 @@ extension Home {
     /// The SQLite storage of this home, opened with its key; a key rotation cut short is settled
     /// (see ``settlePendingProviders(with:discardingStale:)``).
     func openSQLiteStorage() async throws -> SQLiteCredentialStorage {
-        let source = try resolvedKeySource()
+        let source = try await resolvedKeySource()
         let storage: SQLiteCredentialStorage
         do {
             storage = try await SQLiteCredentialStorage.open(path: databasePath, key: source, logger: Self.logger)

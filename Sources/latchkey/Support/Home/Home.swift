@@ -14,14 +14,20 @@ struct Home {
     let databaseURL: String?
     /// Where the store's key comes from.
     let keySource: SQLiteCredentialStorage.KeySource
+    /// `--passphrase-fd`: where the passphrase of a passphrase-sealed key file comes from.
+    let passphraseDescriptor: Int32?
     var databasePath: String { folder.appendingPathComponent("credentials.sqlite").path }
     var providersFile: URL { folder.appendingPathComponent("providers.json") }
 
     /// `--home`, else `$LATCHKEY_HOME`, else `$XDG_CONFIG_HOME/latchkey`, else `~/.config/latchkey`.
-    /// The key: `--key-fd`, else `--key-file`, else `$LATCHKEY_KEY_FILE`, else the key file beside
-    /// the database.
-    init(explicit: String?, keyFile: String? = nil, keyDescriptor: Int32? = nil, store: String? = nil) {
+    /// The key: `--key-fd`, else `--key-file`, else `$LATCHKEY_KEY_FILE`, else where `key move`
+    /// put it (``recordedKeyLocation()``), else the key file beside the database.
+    init(
+        explicit: String?, keyFile: String? = nil, keyDescriptor: Int32? = nil, store: String? = nil,
+        passphraseDescriptor: Int32? = nil
+    ) {
         let environment = ProcessInfo.processInfo.environment
+        self.passphraseDescriptor = passphraseDescriptor
         databaseURL = store ?? environment["LATCHKEY_DATABASE_URL"].flatMap { $0.isEmpty ? nil : $0 }
         if let explicit {
             folder = URL(fileURLWithPath: explicit)

@@ -1,0 +1,168 @@
+import Crypto
+import Foundation
+import Latchkey
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Where a home keeps its store's key when it is not the key file beside the database: written
+/// by `latchkey key move` to `key-location.json`, and used whenever no `--key-fd`, `--key-file`
+/// or `$LATCHKEY_KEY_FILE` names another.
+enum KeyLocation: Equatable {
+    /// The desktop keyring (``DesktopKeyring``).
+    case keyring
+    /// A key file elsewhere (32 bytes or their base64).
+    case file(String)
+    /// A key file sealed under a passphrase (``PassphraseKeyFile``).
+    case passphraseFile(String)
+
+    private struct Record: Codable {
+        var kind: String
+        var path: String?
+    }
+
+    init(json data: Data, path: String) throws {
+        guard let record = try? JSONDecoder().decode(Record.self, from: data) else {
+            throw CLIError.failed(
+                "\(path) is damaged: it should say where the store's key is kept. Nothing was changed.")
+        }
+        switch (record.kind, record.path) {
+        case ("keyring", _): self = .keyring
+        case ("file", let path?): self = .file(path)
+        case ("passphrase-file", let path?): self = .passphraseFile(path)
+        default:
+            throw CLIError.failed("\(path) names a key location this version does not know: \(record.kind).")
+        }
+    }
+
+    var json: Data {
+        let record: Record
+        switch self {
+        case .keyring: record = Record(kind: "keyring")
+        case .file(let path): record = Record(kind: "file", path: path)
+        case .passphraseFile(let path): record = Record(kind: "passphrase-file", path: path)
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return (try? encoder.encode(record)) ?? Data()
+    }
+
+    /// Whether the key is a plain key file (which `key rotate` can replace).
+    var isPlainFile: Bool {
+        if case .file = self { true } else { false }
+    }
+
+    /// For people: where the key is.
+    var summary: String {
+        switch self {
+        case .keyring: "the desktop keyring"
+        case .file(let path): path
+        case .passphraseFile(let path): "\(path) (sealed under a passphrase)"
+        }
+    }
+}
+
+extension Home {
+    var keyLocationFile: URL { folder.appendingPathComponent("key-location.json") }
+
+    /// Where `key move` put the key, or `nil` for the key file beside the database.
+    func recordedKeyLocation() throws -> KeyLocation? {
+        let path = keyLocationFile.path
+        guard let data = FileManager.default.contents(atPath: path) else {
+            guard FileManager.default.fileExists(atPath: path) else { return nil }
+            throw CLIError.failed("\(path) cannot be read; nothing was changed.")
+        }
+        return try KeyLocation(json: data, path: path)
+    }
+
+    /// Records `location` (replacing the record atomically), or removes the record for `nil`.
+    func recordKeyLocation(_ location: KeyLocation?) throws {
+        let path = keyLocationFile.path
+        guard let location else {
+            guard unlink(path) == 0 || errno == ENOENT else { throw CLIError.failed("\(path) cannot be removed.") }
+            return
+        }
+        let next = path + ".next"
+        unlink(next)
+        do {
+            try KeyFiles.writePrivateFile(at: next, bytes: Array(location.json))
+        } catch {
+            throw CLIError.failed("\(next) cannot be written: \(error)")
+        }
+        guard rename(next, path) == 0 else { throw CLIError.failed("\(path) cannot be written.") }
+    }
+
+    /// The key at a recorded location, read once per process.
+    func key(at location: KeyLocation) async throws -> SymmetricKey {
+        if let cached = Self.recordedKey.withLock({ $0 }) { return cached }
+        let key: SymmetricKey
+        switch location {
+        case .keyring:
+            key = try await DesktopKeyring.key(for: databasePath)
+        case .file(let path):
+            do {
+                key = try StoreKey.read(fromFile: path)
+            } catch {
+                throw CLIError.failed("The store's key cannot be read from \(path): \(error)")
+            }
+        case .passphraseFile(let path):
+            let file = try PassphraseKeyFile.read(path)
+            key = try file.open(passphrase: try readPassphrase(for: path), path: path)
+        }
+        Self.recordedKey.withLock { $0 = key }
+        return key
+    }
+
+    private static let recordedKey = Mutex<SymmetricKey?>(nil)
+
+    /// The passphrase: from `--passphrase-fd`, else asked on the terminal (`/dev/tty`, without
+    /// echo; standard input may be another program's, as git's is), else an error.
+    func readPassphrase(for path: String, confirming: Bool = false) throws -> String {
+        if let descriptor = passphraseDescriptor {
+            let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: false)
+            let data = (try? handle.readToEnd()) ?? Data()
+            let text = String(decoding: data, as: UTF8.self)
+            let line = String(text.split(separator: "\n", omittingEmptySubsequences: false).first ?? "")
+            guard !line.isEmpty else {
+                throw CLIError.input("No passphrase came from file descriptor \(descriptor).")
+            }
+            return line
+        }
+        let terminal = open("/dev/tty", O_RDWR | O_CLOEXEC)
+        guard terminal >= 0 else {
+            throw CLIError.input(
+                "The store's key in \(path) is sealed under a passphrase: run on a terminal, or pass --passphrase-fd N."
+            )
+        }
+        defer { close(terminal) }
+        let first = try Self.ask(terminal, "Passphrase for \(path): ")
+        if confirming {
+            guard try Self.ask(terminal, "The same passphrase again: ") == first else {
+                throw CLIError.input("The two passphrases differ; nothing was changed.")
+            }
+        }
+        guard !first.isEmpty else { throw CLIError.input("The passphrase is empty; nothing was changed.") }
+        return first
+    }
+
+    private static func ask(_ terminal: Int32, _ prompt: String) throws -> String {
+        var saved = termios()
+        let isTerminal = tcgetattr(terminal, &saved) == 0
+        if isTerminal {
+            var silent = saved
+            silent.c_lflag &= ~tcflag_t(ECHO)
+            _ = tcsetattr(terminal, TCSANOW, &silent)
+        }
+        defer { if isTerminal { _ = tcsetattr(terminal, TCSANOW, &saved) } }
+        _ = prompt.withCString { write(terminal, $0, strlen($0)) }
+        var bytes: [UInt8] = []
+        var byte: UInt8 = 0
+        while read(terminal, &byte, 1) == 1, byte != 0x0A { bytes.append(byte) }
+        _ = write(terminal, "\n", 1)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}

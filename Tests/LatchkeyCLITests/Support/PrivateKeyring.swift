@@ -1,0 +1,95 @@
+import Foundation
+import LatchkeyTestSupport
+import Testing
+
+/// A desktop keyring of a test's own: a D-Bus session bus (`dbus-daemon`) and, unless `locked`,
+/// GNOME Keyring's Secret Service on it, unlocked with a password, keeping its files in a
+/// temporary folder. ``environment`` is what a `latchkey` process needs to reach it.
+struct PrivateKeyring {
+    let folder: TemporaryFolder
+    let bus: ChildProcess
+    let daemon: ChildProcess?
+    let environment: [String: String]
+
+    static var isAvailable: Bool {
+        ["/usr/bin/dbus-daemon", "/usr/bin/gnome-keyring-daemon", "/usr/bin/secret-tool"].allSatisfy {
+            FileManager.default.isExecutableFile(atPath: $0)
+        }
+    }
+
+    /// Starts the bus and, unless `locked`, the keyring daemon; waits until secret-tool answers.
+    static func start(locked: Bool = false) async throws -> PrivateKeyring {
+        let folder = try TemporaryFolder()
+        let runtime = folder.file("run")
+        try FileManager.default.createDirectory(
+            atPath: runtime, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let bus = try await ChildProcess.start(
+            URL(fileURLWithPath: "/usr/bin/dbus-daemon"),
+            ["--session", "--nofork", "--print-address=1", "--address=unix:path=\(folder.file("bus"))"], input: "")
+        let printed = try await bus.standardOutput(until: { $0.contains("\n") })
+        let address = try #require(
+            printed.split(separator: "\n").first.map(String.init), "dbus-daemon said no address")
+        var environment = CLI.environment([
+            "DBUS_SESSION_BUS_ADDRESS": address, "HOME": folder.file("home"),
+            "XDG_DATA_HOME": folder.file("home/.local/share"), "XDG_RUNTIME_DIR": runtime,
+        ])
+        environment["DISPLAY"] = nil
+        var daemon: ChildProcess?
+        if !locked {
+            let started = try await ChildProcess.start(
+                URL(fileURLWithPath: "/usr/bin/gnome-keyring-daemon"),
+                ["--foreground", "--unlock", "--components=secrets"], environment: environment,
+                input: "keyring-password")
+            daemon = started
+            try await waitUntilServed(environment)
+        }
+        return PrivateKeyring(folder: folder, bus: bus, daemon: daemon, environment: environment)
+    }
+
+    /// Polls until a search answers without an error (the service is on the bus).
+    private static func waitUntilServed(_ environment: [String: String]) async throws {
+        let deadline = ContinuousClock.now + TestTiming.scaled(.seconds(20))
+        while true {
+            let probe = try await secretTool(["search", "application", "latchkey-probe"], environment)
+            if probe.stderr.isEmpty { return }
+            guard ContinuousClock.now < deadline else {
+                Issue.record("GNOME Keyring did not start: \(probe.stderr)")
+                return
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+    }
+
+    static func secretTool(_ arguments: [String], _ environment: [String: String]) async throws
+        -> ChildProcess.Result
+    {
+        try await ChildProcess.run(
+            URL(fileURLWithPath: "/usr/bin/secret-tool"), arguments, environment: environment, input: "")
+    }
+
+    /// What the keyring holds for the store at `database`, as secret-tool looks it up.
+    func lookup(_ database: String) async throws -> ChildProcess.Result {
+        try await Self.secretTool(["lookup", "application", "latchkey", "store", database], environment)
+    }
+
+    /// Runs `body` with a keyring that is stopped (and its folder removed) afterwards, also
+    /// when `body` throws: the bus and the daemon are processes, which outlive the test runner.
+    static func with(locked: Bool = false, _ body: (PrivateKeyring) async throws -> Void) async throws {
+        let keyring = try await start(locked: locked)
+        do {
+            try await body(keyring)
+        } catch {
+            await keyring.stop()
+            throw error
+        }
+        await keyring.stop()
+    }
+
+    func stop() async {
+        daemon?.send(signal: SIGTERM)
+        _ = try? await daemon?.finish()
+        bus.send(signal: SIGTERM)
+        _ = try? await bus.finish()
+        folder.cleanUp()
+    }
+}
