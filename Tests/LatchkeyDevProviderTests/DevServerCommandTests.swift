@@ -45,6 +45,26 @@ struct DevServerCommandTests {
         #expect(result.stderr.contains("published"))
     }
 
+    @Test("--json prints the issuer and admin token as one JSON line; options naming a store are refused")
+    func globalOptions() async throws {
+        let server = try await ChildProcess.start(Executables.latchkey, ["dev-server", "--json"], input: "")
+        let output = try await server.standardOutput { $0.hasSuffix("\n") }
+        let fields = try #require(try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any])
+        #expect((fields["issuer"] as? String)?.hasPrefix("http://127.0.0.1:") == true)
+        #expect((fields["adminToken"] as? String)?.isEmpty == false)
+        server.send(signal: SIGINT)
+        #expect(try await server.finish().status == 0)
+
+        for (command, option) in [("dev-server", "--home"), ("demo", "--store"), ("demo", "--key-file")] {
+            let refused = try await ChildProcess.run(Executables.latchkey, [command, option, "/tmp/x"], input: "")
+            #expect(refused.status == 2, "\(command) \(option)")
+            #expect(refused.stderr.contains("\(option) names a store; `\(command)` opens none"))
+        }
+        let demoJSON = try await ChildProcess.run(Executables.latchkey, ["demo", "--json"], input: "")
+        #expect(demoJSON.status == 2)
+        #expect(demoJSON.stderr.contains("no --json"))
+    }
+
     @Test("a configuration file that cannot be read is a usage error")
     func badConfig() async throws {
         let result = try await ChildProcess.run(

@@ -18,6 +18,11 @@ extension LatchkeyCommand {
 
         @OptionGroup var global: GlobalOptions
 
+        func validate() throws {
+            try global.refuseStoreOptions("`demo` opens none of yours: it makes two temporary homes and removes them.")
+            guard !global.json else { throw ValidationError("`demo` narrates its steps for people; it has no --json.") }
+        }
+
         func run() async throws {
             var narrator = Narrator()
             let root = FileManager.default.temporaryDirectory.appendingPathComponent(

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Latchkey
 import LatchkeyDevProvider
 
 extension LatchkeyCommand {
@@ -36,6 +37,7 @@ extension LatchkeyCommand {
         var allowNonLoopback = false
 
         func validate() throws {
+            try global.refuseStoreOptions("`dev-server` opens none: it runs a provider, whose state lives in memory.")
             guard (0...65_535).contains(port) else { throw ValidationError("--port must be between 0 and 65535.") }
             if !["127.0.0.1", "::1", "localhost"].contains(host) && !allowNonLoopback {
                 throw ValidationError(
@@ -65,11 +67,18 @@ extension LatchkeyCommand {
                         "latchkey: warning: listening on \(host), not loopback. The development provider's default users and client secrets are published; anyone who can reach it can sign in as them.\n"
                             .utf8))
             }
+            let json = global.json
             try await DevProvider.serve(configuration: configuration, host: host, port: port, adminToken: adminToken) {
                 provider in
                 // Written straight to the file descriptor so a pipe sees the lines at once.
-                FileHandle.standardOutput.write(
-                    Data((provider.issuer.absoluteString + "\nadmin token: \(provider.adminToken)\n").utf8))
+                let said =
+                    json
+                    ? Output.jsonText([
+                        "issuer": JSONValue.string(provider.issuer.absoluteString),
+                        "adminToken": .string(provider.adminToken),
+                    ])
+                    : provider.issuer.absoluteString + "\nadmin token: \(provider.adminToken)"
+                FileHandle.standardOutput.write(Data((said + "\n").utf8))
             }
         }
     }

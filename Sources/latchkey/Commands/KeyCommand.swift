@@ -21,15 +21,8 @@ struct KeyCommand: AsyncParsableCommand {
 
         /// The options that name a store mean nothing here: said so, not silently ignored.
         func validate() throws {
-            let given = [
-                ("--home", global.home != nil), ("--store", global.store != nil), ("--key-file", global.keyFile != nil),
-                ("--key-fd", global.keyDescriptor != nil),
-            ].filter(\.1).map(\.0)
-            guard given.isEmpty else {
-                throw ValidationError(
-                    "\(given.joined(separator: ", ")) name\(given.count == 1 ? "s" : "") a store; `key generate` opens none: it writes a new key to FILE. Pass that file to --key-file later."
-                )
-            }
+            try global.refuseStoreOptions(
+                "`key generate` opens none: it writes a new key to FILE. Pass that file to --key-file later.")
         }
 
         func run() async throws {

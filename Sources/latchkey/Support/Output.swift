@@ -76,6 +76,19 @@ struct GlobalOptions: ParsableArguments {
     )
     var passphraseDescriptor: Int32?
 
+    /// Refuses the options that name a store, for a command that opens none: said so, not
+    /// silently ignored. `why` finishes the sentence.
+    func refuseStoreOptions(_ why: String) throws {
+        let given = [
+            ("--home", home != nil), ("--store", store != nil), ("--key-file", keyFile != nil),
+            ("--key-fd", keyDescriptor != nil), ("--passphrase-fd", passphraseDescriptor != nil),
+        ].filter(\.1).map(\.0)
+        guard given.isEmpty else {
+            throw ValidationError(
+                "\(given.joined(separator: ", ")) name\(given.count == 1 ? "s" : "") a store; \(why)")
+        }
+    }
+
     var location: Home {
         Home(
             explicit: home, keyFile: keyFile, keyDescriptor: keyDescriptor, store: store,
@@ -125,11 +138,16 @@ enum Output {
     }
 
     static func json(_ value: some Encodable) {
+        line(jsonText(value))
+    }
+
+    /// `value` as one line of JSON (keys sorted, dates in ISO 8601).
+    static func jsonText(_ value: some Encodable) -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .iso8601
         let data = (try? encoder.encode(value)) ?? Data("{}".utf8)
-        line(String(decoding: data, as: UTF8.self))
+        return String(decoding: data, as: UTF8.self)
     }
 
     /// Prints `message` as text, or `{"message": …}` plus `fields` as JSON.
