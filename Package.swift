@@ -20,6 +20,7 @@ let package = Package(
         .library(name: "LatchkeySQLite", targets: ["LatchkeySQLite"]),
         .library(name: "LatchkeyPostgres", targets: ["LatchkeyPostgres"]),
         .library(name: "LatchkeyHTTP", targets: ["LatchkeyHTTP"]),
+        .library(name: "LatchkeyURLRequest", targets: ["LatchkeyURLRequest"]),
         .library(name: "LatchkeyDevProvider", targets: ["LatchkeyDevProvider"]),
         .library(name: "LatchkeyHummingbird", targets: ["LatchkeyHummingbird"]),
         .library(name: "LatchkeyStorageTesting", targets: ["LatchkeyStorageTesting"]),
@@ -111,6 +112,13 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: strictSettings
+        ),
+        // `URLRequest` support: on Linux it needs FoundationNetworking (libcurl and what it
+        // links), which programs that do not use URLRequest should not load.
+        .target(
+            name: "LatchkeyURLRequest",
+            dependencies: ["Latchkey", .product(name: "HTTPTypes", package: "swift-http-types")],
             swiftSettings: strictSettings
         ),
         // Sign-in sessions and back-channel logout for Hummingbird 2 web apps.
@@ -242,7 +250,7 @@ let package = Package(
         .testTarget(
             name: "LatchkeyClientTests",
             dependencies: [
-                "Latchkey", "LatchkeyHTTP", "LatchkeyDevProvider", "LatchkeySQLite", "LatchkeyTestSupport",
+                "Latchkey", "LatchkeyHTTP", "LatchkeyDevProvider", "LatchkeySQLite", "LatchkeyTestSupport", "LatchkeyURLRequest",
                 "LatchkeyHummingbird", .product(name: "Hummingbird", package: "hummingbird"),
                 "LatchkeyStorageTesting",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

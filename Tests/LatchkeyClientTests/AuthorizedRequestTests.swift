@@ -4,6 +4,7 @@ import Latchkey
 import LatchkeyDevProvider
 import LatchkeyHTTP
 import LatchkeyTestSupport
+import LatchkeyURLRequest
 import Testing
 
 #if canImport(FoundationNetworking)

@@ -4,6 +4,20 @@ import Testing
 /// ARCHITECTURE.md stays true: every path it names is there.
 @Suite("Architecture map")
 struct ArchitectureTests {
+    @Test("the core library imports no FoundationNetworking (libcurl on Linux)")
+    func noNetworkingImport() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let sources = root.appendingPathComponent("Sources/Latchkey")
+        let files = try #require(FileManager.default.enumerator(atPath: sources.path)?.allObjects as? [String])
+        let swiftFiles = files.filter { $0.hasSuffix(".swift") }
+        #expect(swiftFiles.count > 50)
+        for file in swiftFiles {
+            let text = try String(contentsOf: sources.appendingPathComponent(file), encoding: .utf8)
+            #expect(!text.contains("import FoundationNetworking"), "\(file) imports FoundationNetworking")
+        }
+    }
+
     @Test("every file and folder ARCHITECTURE.md names exists")
     func pathsExist() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

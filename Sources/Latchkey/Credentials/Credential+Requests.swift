@@ -3,10 +3,6 @@ public import Foundation
 public import HTTPTypes
 import Logging
 
-#if canImport(FoundationNetworking)
-    public import FoundationNetworking
-#endif
-
 /// Putting the credential's access token on the requests an application sends to its resource
 /// servers, as Okta's `authorize(request:)` and Auth0's `credentials(minTTL:)` do.
 extension Credential {
@@ -41,27 +37,6 @@ extension Credential {
     ) async throws(ProviderError) -> HTTPRequest {
         try await presented(resource: resource, scopes: scopes, minimumValidity: minimumValidity).authorize(request)
     }
-
-    #if canImport(FoundationNetworking) || canImport(Darwin)
-        /// `request` with an access token valid for at least `minimumValidity` seconds
-        /// (refreshed first when needed), as ``authorized(_:resource:scopes:minimumValidity:)-(HTTPRequest,_,_,_)``
-        /// puts it on: bearer, or DPoP with a proof.
-        public func authorized(
-            _ request: URLRequest, resource: URL? = nil, scopes: [String]? = nil, minimumValidity: TimeInterval = 60
-        ) async throws(ProviderError) -> URLRequest {
-            let presented = try await presented(resource: resource, scopes: scopes, minimumValidity: minimumValidity)
-            let method = HTTPRequest.Method(request.httpMethod ?? "GET") ?? .get
-            guard let url = request.url else {
-                var request = request
-                request.setValue("Bearer \(presented.accessToken)", forHTTPHeaderField: "Authorization")
-                return request
-            }
-            let proved = try await presented.authorize(HTTPRequest(method: method, url: url))
-            var request = request
-            for field in proved.headerFields { request.setValue(field.value, forHTTPHeaderField: field.name.rawName) }
-            return request
-        }
-    #endif
 
     /// Sends `request` to a resource server with a fresh access token (that `resource`'s, when
     /// given), through `transport`.
@@ -100,7 +75,7 @@ extension Credential {
     }
 
     /// The access token a request carries, and the proofs that go with it when it is bound.
-    private func presented(resource: URL?, scopes: [String]?, minimumValidity: TimeInterval) async throws(ProviderError)
+    package func presented(resource: URL?, scopes: [String]?, minimumValidity: TimeInterval) async throws(ProviderError)
         -> PresentedToken
     {
         let accessToken: String
@@ -124,11 +99,11 @@ extension Credential {
 }
 
 /// An access token as a request carries it: as a bearer token, or as DPoP with proofs.
-private struct PresentedToken: Sendable {
-    var accessToken: String
+package struct PresentedToken: Sendable {
+    package var accessToken: String
     var signing: DPoPSigning?
 
-    func authorize(_ request: HTTPRequest) async throws(ProviderError) -> HTTPRequest {
+    package func authorize(_ request: HTTPRequest) async throws(ProviderError) -> HTTPRequest {
         if let signing { return try await signing.prove(request) }
         var request = request
         request.headerFields[.authorization] = "Bearer \(accessToken)"
