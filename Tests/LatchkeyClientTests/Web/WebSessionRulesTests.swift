@@ -47,6 +47,7 @@ struct WebSessionRulesTests {
             let refreshToken = try await WebSignInTests.refreshToken(app, try await WebSignInTests.session(idle, app))
             let busy = TestBrowser()
             _ = try await WebSignInTests.signIn(busy, app, as: "bob")
+            #expect(try await busy.open(app.base).body.hasPrefix("Signed in"), "signed in")
             for _ in 0..<3 {
                 clock.advance(500)
                 #expect(try await busy.open(app.base).body.hasPrefix("Signed in"), "used within the idle lifetime")

@@ -9,10 +9,15 @@ import Testing
 @Suite("Web sign-in, sign-out and back-channel logout")
 struct WebSignInTests {
     /// A provider whose client "web-app" is the app on `port` (back-channel logouts to it).
-    static func provider(port: Int, sessionRequired: Bool? = nil) async throws -> DevProvider {
+    /// The provider goes by `clock`, as the app does: an ID token it issues is checked against
+    /// the same time (a test's clock stands still while a slow run's real time goes on).
+    static func provider(port: Int, sessionRequired: Bool? = nil, clock: any LatchkeyClock = SystemClock())
+        async throws -> DevProvider
+    {
         var configuration = DevProviderConfiguration.default
         configuration.clients.append(WebApp.client(port: port, sessionRequired: sessionRequired))
-        return try await DevProvider.start(configuration: configuration, signingKeys: try await SharedSigningKeys.get())
+        return try await DevProvider.start(
+            configuration: configuration, signingKeys: try await SharedSigningKeys.get(), now: { clock.date })
     }
 
     /// Runs `body` with a provider and an app in this process, both stopped after.
@@ -22,7 +27,7 @@ struct WebSignInTests {
         publicBase: URL? = nil, _ body: (DevProvider, WebApp) async throws -> Void
     ) async throws {
         let port = try await FreePort.pick()
-        let provider = try await provider(port: port, sessionRequired: sessionRequired)
+        let provider = try await provider(port: port, sessionRequired: sessionRequired, clock: store.clock)
         let app = try await WebApp.start(
             port: port, issuer: provider.issuer, store: store, policy: policy, publicBase: publicBase)
         do {
