@@ -230,6 +230,14 @@ if runs("store") {
     }
     record("store.find_by_email.median", percentile(finds, 0.5), "ms")
     record("store.find_by_email.p99", percentile(finds, 0.99), "ms")
+    // The same match by a predicate: the summaries, then the match in one read.
+    var predicateFinds: [Double] = []
+    for _ in 0..<200 {
+        let email = "user\(Int.random(in: 0..<count))@example.com"
+        predicateFinds.append(try await time { _ = try await store.find(where: { $0.email == email }) })
+    }
+    record("store.find_where.median", percentile(predicateFinds, 0.5), "ms")
+    record("store.find_where.p99", percentile(predicateFinds, 0.99), "ms")
     var removes: [Double] = []
     for id in ids.shuffled().prefix(200) {
         removes.append(try await time { try await store.remove(id) })

@@ -71,6 +71,17 @@ extension PostgresCredentialStorage {
         return try await readCredentials(filter).values
     }
 
+    public func credentials(ids: [CredentialID]) async throws(StorageError) -> [StoredCredential] {
+        let select = "SELECT \(Self.credentialColumns) FROM latchkey_credential"
+        let values = ids.map(\.rawValue)
+        let read = try await readCredentials("\(unescaped: select) WHERE id = ANY(\(values))")
+        if let damaged = read.damaged.first {
+            throw StorageError(
+                .corruptRecord, reason: "The stored credential \(damaged.id) cannot be read: \(damaged.reason).")
+        }
+        return read.values.inOrder(of: ids)
+    }
+
     public func insert(_ credential: StoredCredential) async throws(StorageError) {
         var first = credential
         first.version = 1

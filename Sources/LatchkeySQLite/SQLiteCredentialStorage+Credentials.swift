@@ -41,6 +41,24 @@ extension SQLiteCredentialStorage {
         return try await credentials("\(Self.selectAll) WHERE \(column) = ? \(Self.oldestFirst)", [value]).values
     }
 
+    public func credentials(ids: [CredentialID]) async throws(StorageError) -> [StoredCredential] {
+        var found: [StoredCredential] = []
+        // Within SQLite's limit on bound values, however many ids there are.
+        for start in stride(from: 0, to: ids.count, by: 500) {
+            let chunk = ids[start..<min(start + 500, ids.count)].map(\.rawValue)
+            let placeholders = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
+            let read = try await credentials(
+                "\(Self.selectAll) WHERE id IN (\(placeholders)) \(Self.oldestFirst)", StatementArguments(chunk))
+            if let damaged = read.damaged.first {
+                throw StorageError(
+                    .corruptRecord, path: path,
+                    reason: "The stored credential \(damaged.id) cannot be read: \(damaged.reason).")
+            }
+            found += read.values
+        }
+        return found.inOrder(of: ids)
+    }
+
     public func insert(_ credential: StoredCredential) async throws(StorageError) {
         var inserted = credential
         inserted.version = 1

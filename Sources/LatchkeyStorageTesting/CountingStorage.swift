@@ -67,6 +67,10 @@ public final class CountingStorage: CredentialStorage, OutboxStorage, Sendable {
         opened(try await inner.credentials(matching: query))
     }
 
+    public func credentials(ids: [CredentialID]) async throws(StorageError) -> [StoredCredential] {
+        opened(try await inner.credentials(ids: ids))
+    }
+
     public func insert(_ credential: StoredCredential) async throws(StorageError) {
         count { $0.writes += 1 }
         try await inner.insert(credential)

@@ -75,6 +75,9 @@ enum CredentialChecks {
         #expect(try await storage.credentials(matching: .email("BOB@example.com")).isEmpty)
         #expect(try await storage.credentials(matching: .issuer(ContractFixtures.provider.issuer)).count == 2)
         #expect(try await storage.credentials(matching: .username("carol")).isEmpty)
+        let missing = CredentialID(rawValue: "no-such-credential")
+        #expect(try await storage.credentials(ids: [alice.id, missing, bob.id]).map(\.id) == [alice.id, bob.id])
+        #expect(try await storage.credentials(ids: []).isEmpty)
     }
 
     static func deleteAndDefault(_ storage: Storage) async throws {

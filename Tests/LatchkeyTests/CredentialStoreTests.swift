@@ -1,6 +1,7 @@
 import Foundation
 import Latchkey
 import LatchkeySQLite
+import LatchkeyStorageTesting
 import LatchkeyTestSupport
 import Testing
 
@@ -25,6 +26,25 @@ struct CredentialStoreTests {
             #expect(metadata.clientID == Fixtures.provider.clientID)
             #expect(metadata.tags == ["team": "blue"])
         }
+    }
+
+    @Test("find(where:) lists once and reads its matches in one read, oldest first", arguments: Backend.allCases)
+    func findWhereReadsOnce(backend: Backend) async throws {
+        let (inner, folder) = try backend.makeStorage()
+        defer { folder?.cleanUp() }
+        let counting = CountingStorage(inner)
+        let store = CredentialStore(storage: counting)
+        var added: [CredentialID] = []
+        for user in ["alice", "bob", "carol", "dave"] {
+            added.append(try await store.add(Fixtures.token(user: user)).id)
+        }
+        counting.reset()
+        let found = try await store.find(where: { $0.subject != "sub-bob" })
+        #expect(found.map(\.id) == [added[0], added[2], added[3]])
+        #expect(counting.counts.listings == 1)
+        #expect(counting.counts.opens == 3)
+        if backend == .sqlite { #expect(counting.counts.reads == 1, "one read for the three matches") }
+        #expect(try await store.find(where: { _ in false }).isEmpty)
     }
 
     @Test("a token with no ID token still gets issuer and client id")

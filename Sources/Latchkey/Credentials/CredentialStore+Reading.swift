@@ -21,15 +21,14 @@ extension CredentialStore {
         try await storage.credentials(matching: query)
     }
 
-    /// The credentials whose metadata satisfies `predicate`. Only the matches' tokens are read.
+    /// The credentials whose metadata satisfies `predicate`, oldest first. The summaries are
+    /// read without opening a token, then the matches in one read.
     public func find(
         where predicate: @Sendable (CredentialMetadata) -> Bool
     ) async throws(StorageError) -> [StoredCredential] {
-        var found: [StoredCredential] = []
-        for summary in try await storage.accounts() where predicate(summary.metadata) {
-            if let credential = try await storage.credential(for: summary.id) { found.append(credential) }
-        }
-        return found
+        let matches = try await storage.accounts().filter { predicate($0.metadata) }.map(\.id)
+        guard !matches.isEmpty else { return [] }
+        return try await storage.credentials(ids: matches)
     }
 
     /// A summary of every account, oldest first, read without opening any token: what a listing

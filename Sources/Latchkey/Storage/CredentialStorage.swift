@@ -23,6 +23,11 @@ public protocol CredentialStorage: Sendable {
     /// The credentials matching an indexed query, oldest first.
     func credentials(matching query: CredentialQuery) async throws(StorageError) -> [StoredCredential]
 
+    /// The credentials with these identifiers, in one read where the backend can, in the order
+    /// of `ids`; an identifier with no credential is left out. Throws ``StorageError/Code/corruptRecord``
+    /// when one of their records is damaged. The default reads them one by one.
+    func credentials(ids: [CredentialID]) async throws(StorageError) -> [StoredCredential]
+
     /// Adds a credential; throws ``StorageError/Code/duplicateCredential`` when the identifier is taken.
     func insert(_ credential: StoredCredential) async throws(StorageError)
 
@@ -159,4 +164,24 @@ public struct DamagedRecord: Error, Sendable, Hashable, CustomStringConvertible 
     }
 
     public var description: String { "damaged \(kind.rawValue) \(id): \(reason)" }
+}
+
+extension CredentialStorage {
+    /// Reads the credentials one by one, in the order of `ids`.
+    public func credentials(ids: [CredentialID]) async throws(StorageError) -> [StoredCredential] {
+        var found: [StoredCredential] = []
+        for id in ids {
+            if let credential = try await credential(for: id) { found.append(credential) }
+        }
+        return found
+    }
+}
+
+extension [StoredCredential] {
+    /// These credentials in the order of `ids` (a backend's one read returns them in its own).
+    package func inOrder(of ids: [CredentialID]) -> [StoredCredential] {
+        var position: [CredentialID: Int] = [:]
+        for (index, id) in ids.enumerated() where position[id] == nil { position[id] = index }
+        return sorted { (position[$0.id] ?? .max) < (position[$1.id] ?? .max) }
+    }
 }
