@@ -16,12 +16,21 @@ import Testing
     .enabled(if: providersRequired || (PostgresServer.isEnabled && WebDriver.isAvailable)))
 struct WebBrowserTests {
     /// Runs `body` with a browser window, keeping a screenshot when it fails.
-    static func withBrowser(_ body: (WebDriver.Session) async throws -> Void) async throws {
+    static func withBrowser(
+        _ fleet: WebFleetTests.Fleet? = nil, _ body: (WebDriver.Session) async throws -> Void
+    ) async throws {
         let driver = try await WebDriver.start()
         let browser = try await driver.session()
         do {
             try await body(browser)
         } catch {
+            // What the browser shows, and what the instances said, name the cause.
+            let page = (try? await browser.text()) ?? "?"
+            Issue.record("the page at \((try? await browser.currentURL()) ?? "?") says: \(page.prefix(2_000))")
+            for instance in fleet?.instances ?? [] {
+                let said = (try? await instance.standardError(until: { _ in true })) ?? ""
+                if !said.isEmpty { Issue.record("instance \(instance.processIdentifier) said: \(said.suffix(2_000))") }
+            }
             await browser.close()
             await driver.stop()
             throw error
@@ -46,7 +55,7 @@ struct WebBrowserTests {
     func devProvider() async throws {
         try await WebFleetTests.withFleet { fleet in
             let provider = try #require(fleet.provider)
-            try await Self.withBrowser { browser in
+            try await Self.withBrowser(fleet) { browser in
                 try await browser.navigate(to: fleet.a.appendingPathComponent("protected").absoluteString)
                 try await browser.type("alice", into: "input[name=username]")
                 try await browser.type("alice-password", into: "input[name=password]")
@@ -72,6 +81,12 @@ struct WebBrowserTests {
 
     @Test("Glewlwyd's login page; the session ended through Glewlwyd's session API reaches B")
     func glewlwyd() async throws {
+        // Alone with Glewlwyd: other tests sign alice out everywhere there, which would end the
+        // browser's session in the middle of its sign-in.
+        try await AsyncGate.glewlwyd.run { try await Self.glewlwydFlow() }
+    }
+
+    static func glewlwydFlow() async throws {
         let environment = try #require(
             try Self.glewlwydEnvironment(), "Glewlwyd is not running: start it with scripts/providers/glewlwyd start")
         let issuerText = try #require(environment["issuer"] as? String)
@@ -83,7 +98,7 @@ struct WebBrowserTests {
             try await WebFleetTests.Fleet.start(
                 issuer: issuer, clientID: clientID, secret: secret, ports: (ports[0], ports[1]))
         }) { fleet in
-            try await Self.withBrowser { browser in
+            try await withBrowser(fleet) { browser in
                 try await browser.navigate(to: fleet.a.appendingPathComponent("protected").absoluteString)
                 try await browser.type("alice", into: "#username")
                 try await browser.type("alice-password", into: "#password")
@@ -109,7 +124,7 @@ struct WebBrowserTests {
                 let answer = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
                 #expect(answer.status.code == 200)
                 // Glewlwyd answers before it sends the token, from a thread of its own.
-                let took = try await Self.signedOut(at: fleet.a, cookie: cookie, within: TestTiming.scaled(.seconds(5)))
+                let took = try await signedOut(at: fleet.a, cookie: cookie, within: TestTiming.scaled(.seconds(5)))
                 #expect(took < TestTiming.scaled(.seconds(5)), "A still serves the session")
                 print("Glewlwyd's logout token signed the browser out on instance A within \(took) of the DELETE")
                 try await browser.navigate(to: fleet.a.absoluteString)
