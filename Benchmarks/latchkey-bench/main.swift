@@ -24,7 +24,7 @@ struct Figure: Encodable {
 let arguments = CommandLine.arguments
 let asJSON = arguments.contains("--json")
 let quick = arguments.contains("--quick")
-/// `--only SECTION` (provider, dpop, store, cli, web, postgres): that section alone.
+/// `--only SECTION` (provider, dpop, hotpath, store, cli, web, postgres): that section alone.
 let only = arguments.firstIndex(of: "--only").flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil }
 func runs(_ section: String) -> Bool { only == nil || only == section }
 var figures: [Figure] = []
@@ -190,6 +190,7 @@ if runs("provider") {
 // MARK: The store with 10,000 credentials
 
 if runs("dpop") { try await dpopFigures() }
+if runs("hotpath") { try await hotPathFigures() }
 
 if runs("store") {
     let folder = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-bench-\(UUID().uuidString)")

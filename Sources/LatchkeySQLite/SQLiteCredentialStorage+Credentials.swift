@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 public import Latchkey
 import Logging
+import Synchronization
 
 extension SQLiteCredentialStorage {
     private static let selectAll = "SELECT \(SQL.list(SealedCredential.columns)) FROM credential"
@@ -21,7 +22,25 @@ extension SQLiteCredentialStorage {
     }
 
     public func credential(for id: CredentialID) async throws(StorageError) -> StoredCredential? {
-        let read = try await credentials("\(Self.selectAll) WHERE id = ?", [id.rawValue])
+        let read: (values: [StoredCredential], damaged: [DamagedRecord])
+        do {
+            read = try await pool.read { db in
+                // Unchanged since it was read (here or by any other connection): no seal opened.
+                let version = try Int64.fetchOne(db, sql: "PRAGMA data_version") ?? -1
+                if let cached = self.readCache.withLock({ $0.credential(id, dataVersion: version) }) {
+                    return ([cached], [])
+                }
+                let stamp = self.readCache.withLock { $0.stamp(dataVersion: version) }
+                let read = try Self.readCredentials(
+                    db, "\(Self.selectAll) WHERE id = ?", arguments: [id.rawValue], sealer: try self.currentSealer(db))
+                if let credential = read.values.first {
+                    self.readCache.withLock { $0.keep(credential, stamp: stamp) }
+                }
+                return read
+            }
+        } catch {
+            throw Self.storageError(error, path: path)
+        }
         if let damaged = read.damaged.first {
             throw StorageError(
                 .corruptRecord, path: path,

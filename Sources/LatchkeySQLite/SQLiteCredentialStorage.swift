@@ -48,6 +48,9 @@ public final class SQLiteCredentialStorage: CredentialStorage, OutboxStorage, Le
     /// The key the store is sealed with now, and the key check it was verified against: another
     /// process's key rotation changes the check, and this process then reads the new key.
     let keys: Mutex<StoreKeys>
+    /// The credentials last read by id, while the database is as it was then (see
+    /// ``CredentialReadCache``).
+    let readCache = Mutex(CredentialReadCache())
     let logger: Logger
 
     /// Opens the store at `path`, creating it (and its folder and key file) when it is missing.

@@ -10,6 +10,10 @@
 //       through a compare-and-swap update.
 //   latchkey-store-worker hold PATH ID
 //       Takes the refresh lease of credential ID, prints "holding", and holds it until killed.
+//   latchkey-store-worker watch PATH ID
+//       For every line on standard input, asks credential ID for its access token (valid: no
+//       provider is asked) and prints "token T", "gone" when the credential was removed, or
+//       "error E"; it ends with standard input.
 //   latchkey-store-worker dpop PATH ISSUER CLIENT SECRET ID CALLS
 //       Gets credential ID's access token (DPoP-bound; a refresh when it is marked rejected),
 //       then calls userinfo CALLS times; prints "refreshes R calls C failed F nonce-failures N
@@ -17,6 +21,7 @@
 //       challenges one call met).
 import Foundation
 import Latchkey
+import LatchkeyHTTP
 import LatchkeySQLite
 
 let arguments = CommandLine.arguments
@@ -47,6 +52,25 @@ do {
         }
     case "dpop":
         try await DPoPWorker.run(Array(arguments.dropFirst(2)))
+    case "watch":
+        guard arguments.count == 4, let issuer = URL(string: "https://issuer.example") else {
+            fail("usage: latchkey-store-worker watch PATH ID")
+        }
+        let store = try await CredentialStore.sqlite(at: arguments[2])
+        // Never asked: the tokens the test stores are valid for an hour.
+        let provider = OpenIDProvider(
+            configuration: OpenIDProviderConfiguration(issuer: issuer, clientID: "worker"),
+            transport: AsyncHTTPClientTransport.shared)
+        let credential = await store.credential(CredentialID(rawValue: arguments[3]), provider: provider)
+        while readLine() != nil {
+            do {
+                say("token \(try await credential.accessToken())")
+            } catch  where (error.underlying as? StorageError)?.code == .credentialNotFound {
+                say("gone")
+            } catch {
+                say("error \(error)")
+            }
+        }
     case "hold":
         guard arguments.count == 4 else { fail("usage: latchkey-store-worker hold PATH ID") }
         let store = try await CredentialStore.sqlite(at: arguments[2])

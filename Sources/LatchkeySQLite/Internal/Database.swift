@@ -38,7 +38,12 @@ extension SQLiteCredentialStorage {
         let result = await Task {
             do {
                 return Result<T, StorageError>.success(
-                    try await self.pool.write { db in try body(db, try self.currentSealer(db)) })
+                    try await self.pool.write { db in
+                        // Before anything is written: no read after this write can take a row
+                        // cached before it (the connection runs one closure at a time).
+                        self.readCache.withLock { $0.wrote() }
+                        return try body(db, try self.currentSealer(db))
+                    })
             } catch {
                 return .failure(Self.storageError(error, path: path))
             }
@@ -47,7 +52,7 @@ extension SQLiteCredentialStorage {
     }
 
     /// The key the store is sealed with: the one held, unless the key check changed since.
-    private func currentSealer(_ db: Database) throws -> Sealer {
+    func currentSealer(_ db: Database) throws -> Sealer {
         let check = try Data.fetchOne(db, sql: "SELECT value FROM setting WHERE name = 'key_check'")
         let known = keys.withLock { $0 }
         if check == known.check { return known.sealer }
