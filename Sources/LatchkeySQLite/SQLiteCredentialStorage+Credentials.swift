@@ -12,27 +12,44 @@ extension SQLiteCredentialStorage {
         try await credentials("\(Self.selectAll) \(Self.oldestFirst)").values
     }
 
+    /// Listed again only when the database changed since the last listing (see
+    /// ``CredentialReadCache``): `find(where:)` filters the summaries in memory.
     public func accounts() async throws(StorageError) -> [AccountSummary] {
-        try await read { db, _ in
-            try Row.fetchAll(
-                db,
-                sql: "SELECT \(SQL.list(SealedCredential.listedColumns)) FROM credential \(Self.oldestFirst)"
-            ).map(SealedCredential.summary(row:))
+        do {
+            return try await pool.unsafeRead { db in
+                let version = try Int64.fetchOne(db.cachedStatement(sql: "PRAGMA data_version")) ?? -1
+                if let cached = self.readCache.withLock({ $0.accounts(dataVersion: version) }) { return cached }
+                let stamp = self.readCache.withLock { $0.stamp(dataVersion: version) }
+                let listed = try Row.fetchAll(
+                    db, sql: "SELECT \(SQL.list(SealedCredential.listedColumns)) FROM credential \(Self.oldestFirst)"
+                ).map(SealedCredential.summary(row:))
+                self.readCache.withLock { $0.keep(accounts: listed, stamp: stamp) }
+                return listed
+            }
+        } catch {
+            throw Self.storageError(error, path: path)
         }
     }
 
     public func credential(for id: CredentialID) async throws(StorageError) -> StoredCredential? {
         let read: (values: [StoredCredential], damaged: [DamagedRecord])
         do {
-            read = try await pool.read { db in
+            // Outside a transaction: the counter needs none, and a hit then costs one statement.
+            read = try await pool.unsafeRead { db in
                 // Unchanged since it was read (here or by any other connection): no seal opened.
-                let version = try Int64.fetchOne(db, sql: "PRAGMA data_version") ?? -1
+                let version = try Int64.fetchOne(db.cachedStatement(sql: "PRAGMA data_version")) ?? -1
                 if let cached = self.readCache.withLock({ $0.credential(id, dataVersion: version) }) {
                     return ([cached], [])
                 }
                 let stamp = self.readCache.withLock { $0.stamp(dataVersion: version) }
-                let read = try Self.readCredentials(
-                    db, "\(Self.selectAll) WHERE id = ?", arguments: [id.rawValue], sealer: try self.currentSealer(db))
+                // The key check and the row in one transaction, as every other read has them.
+                var read: (values: [StoredCredential], damaged: [DamagedRecord]) = ([], [])
+                try db.inTransaction(.deferred) {
+                    read = try Self.readCredentials(
+                        db, "\(Self.selectAll) WHERE id = ?", arguments: [id.rawValue],
+                        sealer: try self.currentSealer(db))
+                    return .commit
+                }
                 if let credential = read.values.first {
                     self.readCache.withLock { $0.keep(credential, stamp: stamp) }
                 }

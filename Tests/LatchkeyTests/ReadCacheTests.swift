@@ -59,4 +59,23 @@ struct ReadCacheTests {
         #expect(try await b.remove(id))
         #expect(try await a.credential(for: id) == nil)
     }
+
+    @Test("a listing, and find(where:), see an account another store added or removed")
+    func listings() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        let path = folder.file("credentials.sqlite")
+        let a = try await CredentialStore.sqlite(at: path)
+        let b = try await CredentialStore.sqlite(at: path)
+        let first = try await a.add(token("at-1")).id
+        #expect(try await a.accounts().map(\.id) == [first])
+        #expect(try await a.accounts().map(\.id) == [first], "listed again, from memory")
+        let second = try await b.add(token("at-2")).id
+        #expect(try await a.accounts().map(\.id) == [first, second])
+        #expect(try await a.find(where: { _ in true }).map(\.id) == [first, second])
+        #expect(try await b.remove(first))
+        #expect(try await a.find(where: { _ in true }).map(\.id) == [second])
+        let third = try await a.add(token("at-3")).id
+        #expect(try await a.accounts().map(\.id) == [second, third], "its own add")
+    }
 }

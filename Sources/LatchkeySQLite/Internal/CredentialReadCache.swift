@@ -20,12 +20,51 @@ struct CredentialReadCache: Sendable {
     private var writes: UInt64 = 0
     private var current: Stamp?
     private var credentials: [CredentialID: StoredCredential] = [:]
+    /// Every account's summary, when listed under the current stamp.
+    private var accounts: [AccountSummary]?
 
     /// Counts a write of this storage's own (before it runs).
     mutating func wrote() {
         writes &+= 1
+        empty()
+    }
+
+    private mutating func empty() {
         credentials.removeAll(keepingCapacity: true)
+        accounts = nil
         current = nil
+    }
+
+    /// Whether what is kept was read under the stamp a read at `dataVersion` would have;
+    /// everything is dropped when not.
+    private mutating func isCurrent(dataVersion: Int64) -> Bool {
+        guard let current, current == stamp(dataVersion: dataVersion) else {
+            empty()
+            return false
+        }
+        return true
+    }
+
+    /// The summaries listed under the current stamp, if it is still current at `dataVersion`.
+    mutating func accounts(dataVersion: Int64) -> [AccountSummary]? {
+        isCurrent(dataVersion: dataVersion) ? accounts : nil
+    }
+
+    /// Keeps the summaries, listed under `stamp`, unless something was written since.
+    mutating func keep(accounts listed: [AccountSummary], stamp: Stamp) {
+        guard adopt(stamp) else { return }
+        accounts = listed
+    }
+
+    /// Makes `stamp` the current one (dropping what was kept under another); false when this
+    /// storage wrote since the read under it began.
+    private mutating func adopt(_ stamp: Stamp) -> Bool {
+        guard stamp.writes == writes else { return false }
+        if current != stamp {
+            empty()
+            current = stamp
+        }
+        return true
     }
 
     /// The stamp a read that starts now, at `dataVersion`, is made under.
@@ -33,21 +72,12 @@ struct CredentialReadCache: Sendable {
 
     /// The credential read under the current stamp, if it is still current at `dataVersion`.
     mutating func credential(_ id: CredentialID, dataVersion: Int64) -> StoredCredential? {
-        guard let current, current == stamp(dataVersion: dataVersion) else {
-            credentials.removeAll(keepingCapacity: true)
-            self.current = nil
-            return nil
-        }
-        return credentials[id]
+        isCurrent(dataVersion: dataVersion) ? credentials[id] : nil
     }
 
     /// Keeps `credential`, read under `stamp`, unless something was written since.
     mutating func keep(_ credential: StoredCredential, stamp: Stamp) {
-        guard stamp.writes == writes else { return }
-        if current != stamp {
-            credentials.removeAll(keepingCapacity: true)
-            current = stamp
-        }
+        guard adopt(stamp) else { return }
         credentials[credential.id] = credential
     }
 }
