@@ -4,16 +4,22 @@ public import HTTPTypes
 public import Latchkey
 import NIOCore
 import NIOHTTP1
+import Synchronization
 
 /// ``HTTPTransport`` over AsyncHTTPClient: Latchkey's default on Linux and servers.
 ///
 /// Redirects are never followed, bodies are read up to the request's size cap, and each
 /// request has its own deadline.
 public final class AsyncHTTPClientTransport: HTTPTransport {
-    private let client: HTTPClient
+    /// The client: the caller's, or this transport's own, made at the first request, so that a
+    /// program that sends none (`latchkey token` with a valid token) starts no event loop.
+    private let made: Mutex<HTTPClient?>
+    /// The configuration of the client of its own; `nil` with the caller's.
+    private let configuration: HTTPClient.Configuration?
     private let ownsClient: Bool
 
-    /// Uses an HTTP client of its own (redirects off), shut down by ``shutdown()``.
+    /// Uses an HTTP client of its own (redirects off), made at the first request and shut down
+    /// by ``shutdown()``.
     public init() {
         var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
         // Signing many accounts out means many revocations to one host at once.
@@ -24,7 +30,8 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         // No spans of the client's own: they record the whole URL, and an end-session request's
         // query holds the ID token. Latchkey's own span of each request leaves the URL out.
         configuration.tracing.tracer = nil
-        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        self.configuration = configuration
+        made = Mutex(nil)
         ownsClient = true
     }
 
@@ -33,13 +40,28 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     /// whole URL, and an end-session request's query holds the ID token. Latchkey traces each
     /// request itself, without the URL.
     public init(client: HTTPClient) {
-        self.client = client
+        configuration = nil
+        made = Mutex(client)
         ownsClient = false
     }
 
-    /// Shuts the transport's own client down (a client passed in is left alone).
+    /// The client, made now if this is the first request.
+    private var client: HTTPClient {
+        made.withLock { made in
+            if let client = made { return client }
+            // Only the transport's own client is made here: a caller's was given at init.
+            let client = HTTPClient(
+                eventLoopGroupProvider: .singleton,
+                configuration: configuration ?? HTTPClient.Configuration(redirectConfiguration: .disallow))
+            made = client
+            return client
+        }
+    }
+
+    /// Shuts the transport's own client down, if it was made (a client passed in is left alone).
     public func shutdown() async throws {
-        if ownsClient { try await client.shutdown() }
+        guard ownsClient, let client = made.withLock({ $0 }) else { return }
+        try await client.shutdown()
     }
 
     /// A process-wide transport that is never shut down, for command-line tools.
