@@ -77,7 +77,14 @@ struct CLIBrowserTests {
             environment: ["BROWSER": system.command])
 
         let driver = try await WebDriver.start()
-        let browser = try await driver.session()
+        let browser: WebDriver.Session
+        do {
+            browser = try await driver.session()
+        } catch {
+            await driver.stop()
+            login.send(signal: SIGTERM)
+            throw error
+        }
         do {
             let url = try await browser.waitFor("the CLI to open the browser", timeout: .seconds(30)) { system.url }
             try await browser.navigate(to: url)

@@ -20,7 +20,13 @@ struct WebBrowserTests {
         _ fleet: WebFleetTests.Fleet? = nil, _ body: (WebDriver.Session) async throws -> Void
     ) async throws {
         let driver = try await WebDriver.start()
-        let browser = try await driver.session()
+        let browser: WebDriver.Session
+        do {
+            browser = try await driver.session()
+        } catch {
+            await driver.stop()
+            throw error
+        }
         do {
             try await body(browser)
         } catch {

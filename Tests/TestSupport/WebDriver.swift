@@ -30,7 +30,11 @@ public struct WebDriver: Sendable {
     public static func start() async throws -> WebDriver {
         let driver = try #require(chromedriver, "chromedriver is not installed: run scripts/install-deps")
         let process = try await ChildProcess.start(URL(fileURLWithPath: driver), ["--port=0"], input: "")
-        let banner = try await process.standardOutput { $0.contains("started successfully on port") }
+        // The whole line: a pipe can hand over "…on port 371" before the rest of the number.
+        let banner = try await process.standardOutput {
+            $0.components(separatedBy: "started successfully on port ").last?.contains("\n") == true
+                && $0.contains("started successfully on port ")
+        }
         let port = try #require(
             banner.components(separatedBy: "started successfully on port ").last?.prefix { $0.isNumber },
             "chromedriver did not start: \(banner)")
