@@ -2,7 +2,6 @@ import Foundation
 import GRDB
 public import Latchkey
 import Logging
-import Synchronization
 
 extension SQLiteCredentialStorage {
     private static let selectAll = "SELECT \(SQL.list(SealedCredential.columns)) FROM credential"
@@ -15,49 +14,24 @@ extension SQLiteCredentialStorage {
     /// Listed again only when the database changed since the last listing (see
     /// ``CredentialReadCache``): `find(where:)` filters the summaries in memory.
     public func accounts() async throws(StorageError) -> [AccountSummary] {
-        do {
-            return try await pool.unsafeRead { db in
-                let version = try Int64.fetchOne(db.cachedStatement(sql: "PRAGMA data_version")) ?? -1
-                if let cached = self.readCache.withLock({ $0.accounts(dataVersion: version) }) { return cached }
-                let stamp = self.readCache.withLock { $0.stamp(dataVersion: version) }
-                let listed = try Row.fetchAll(
+        try await cachedRead(
+            cached: { cache, version in cache.accounts(dataVersion: version) },
+            read: { db, _ in
+                try Row.fetchAll(
                     db, sql: "SELECT \(SQL.list(SealedCredential.listedColumns)) FROM credential \(Self.oldestFirst)"
                 ).map(SealedCredential.summary(row:))
-                self.readCache.withLock { $0.keep(accounts: listed, stamp: stamp) }
-                return listed
-            }
-        } catch {
-            throw Self.storageError(error, path: path)
-        }
+            },
+            keep: { cache, listed, stamp in cache.keep(accounts: listed, stamp: stamp) })
     }
 
     public func credential(for id: CredentialID) async throws(StorageError) -> StoredCredential? {
-        let read: (values: [StoredCredential], damaged: [DamagedRecord])
-        do {
-            // Outside a transaction: the counter needs none, and a hit then costs one statement.
-            read = try await pool.unsafeRead { db in
-                // Unchanged since it was read (here or by any other connection): no seal opened.
-                let version = try Int64.fetchOne(db.cachedStatement(sql: "PRAGMA data_version")) ?? -1
-                if let cached = self.readCache.withLock({ $0.credential(id, dataVersion: version) }) {
-                    return ([cached], [])
-                }
-                let stamp = self.readCache.withLock { $0.stamp(dataVersion: version) }
-                // The key check and the row in one transaction, as every other read has them.
-                var read: (values: [StoredCredential], damaged: [DamagedRecord]) = ([], [])
-                try db.inTransaction(.deferred) {
-                    read = try Self.readCredentials(
-                        db, "\(Self.selectAll) WHERE id = ?", arguments: [id.rawValue],
-                        sealer: try self.currentSealer(db))
-                    return .commit
-                }
-                if let credential = read.values.first {
-                    self.readCache.withLock { $0.keep(credential, stamp: stamp) }
-                }
-                return read
-            }
-        } catch {
-            throw Self.storageError(error, path: path)
-        }
+        let read = try await cachedRead(
+            cached: { cache, version in cache.credential(id, dataVersion: version).map { ([$0], []) } },
+            read: { db, sealer in
+                try Self.readCredentials(db, "\(Self.selectAll) WHERE id = ?", arguments: [id.rawValue], sealer: sealer)
+            },
+            keep: { cache, read, stamp in if let credential = read.values.first { cache.keep(credential, stamp: stamp) }
+            })
         if let damaged = read.damaged.first {
             throw StorageError(
                 .corruptRecord, path: path,
@@ -84,7 +58,7 @@ extension SQLiteCredentialStorage {
             let chunk = ids[start..<min(start + 500, ids.count)].map(\.rawValue)
             let placeholders = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
             let read = try await credentials(
-                "\(Self.selectAll) WHERE id IN (\(placeholders)) \(Self.oldestFirst)", StatementArguments(chunk))
+                "\(Self.selectAll) WHERE id IN (\(placeholders))", StatementArguments(chunk))
             if let damaged = read.damaged.first {
                 throw StorageError(
                     .corruptRecord, path: path,

@@ -25,6 +25,35 @@ extension SQLiteCredentialStorage {
         }
     }
 
+    /// Reads through the read cache (``CredentialReadCache``): while the database is unchanged
+    /// `cached` answers from memory, after one statement and with no seal opened; otherwise
+    /// `body` reads in one transaction with the store's current key, as ``read(_:)`` does, and
+    /// `keep` puts what it read in the cache.
+    func cachedRead<T: Sendable>(
+        cached: @escaping @Sendable (inout CredentialReadCache, Int64) -> T?,
+        read body: @escaping @Sendable (Database, Sealer) throws -> T,
+        keep: @escaping @Sendable (inout CredentialReadCache, T, CredentialReadCache.Stamp) -> Void
+    ) async throws(StorageError) -> T {
+        do {
+            // Outside a transaction: the change counter needs none, and a hit costs one statement.
+            return try await pool.unsafeRead { db in
+                let version = try Int64.fetchOne(db.cachedStatement(sql: "PRAGMA data_version")) ?? -1
+                if let hit = self.readCache.withLock({ cached(&$0, version) }) { return hit }
+                let stamp = self.readCache.withLock { $0.stamp(dataVersion: version) }
+                var value: T?
+                try db.inTransaction(.deferred) {
+                    value = try body(db, try self.currentSealer(db))
+                    return .commit
+                }
+                guard let value else { throw DatabaseError(message: "The read returned nothing.") }
+                self.readCache.withLock { keep(&$0, value, stamp) }
+                return value
+            }
+        } catch {
+            throw Self.storageError(error, path: path)
+        }
+    }
+
     /// Runs `body` in one transaction, with the store's current key. GRDB opens write
     /// transactions `IMMEDIATE`, so a write never fails on a stale snapshot when another
     /// process wrote in between, and no key rotation commits between the check and the write.
