@@ -52,4 +52,27 @@ struct CLITerminalTests: DevProviderCLITest {
             #expect(accounts.compactMap { $0["username"] as? String } == ["bob"])
         }
     }
+
+    @Test("a passphrase-sealed key: set twice and asked once on the terminal, never echoed")
+    func passphrase() async throws {
+        try await withDevices { _, device, _ in
+            #expect(try await login(device, "alice").status == 0)
+            let token = try await device.run("token").stdout
+            let folder = try TemporaryFolder()
+            defer { folder.cleanUp() }
+            let sealed = folder.file("store.key.sealed")
+            let moved = try await onTerminal(
+                device, "key", "move", "--to", "file", sealed, "--passphrase", typed: "correct horse\ncorrect horse\n")
+            #expect(moved.status == 0, "\(moved.stderr)")
+            #expect(moved.stderr.contains("Passphrase for \(sealed): "), "the prompt shows")
+            #expect(!moved.stderr.contains("correct horse") && !moved.stdout.contains("correct horse"))
+            let asked = try await onTerminal(device, "token", typed: "correct horse\n")
+            #expect(asked.stdout == token, "\(asked.stderr)")
+            let mistyped = try await onTerminal(
+                device, "key", "move", "--to", "file", folder.file("other"), "--passphrase",
+                typed: "correct horse\nnew horse\nwrong horse\n")  // the store's, then the new one twice
+            #expect(mistyped.status == 2)
+            #expect(mistyped.stderr.contains("differ"))
+        }
+    }
 }

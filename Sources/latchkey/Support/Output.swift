@@ -194,22 +194,28 @@ enum Output {
 /// a script, `expect` or a password manager answers as soon as the prompt shows, and echo goes off
 /// and comes back without flushing the terminal's input (`TCSANOW`, not `TCSAFLUSH`).
 func readSecretFromStandardInput(_ what: String) throws -> String {
+    try withEchoOff(STDIN_FILENO) { terminal in
+        if terminal {
+            FileHandle.standardError.write(Data("\(what.prefix(1).uppercased() + what.dropFirst()): ".utf8))
+        }
+        defer { if terminal { FileHandle.standardError.write(Data("\n".utf8)) } }
+        guard let line = readLine(strippingNewline: true), !line.isEmpty else {
+            throw CLIError.input("Expected the \(what) on standard input.")
+        }
+        return line
+    }
+}
+
+/// Runs `body` with echo off on `descriptor` when it is a terminal (`body` is told whether it
+/// is), and echo as it was afterwards; typed-ahead input is kept (`TCSANOW`).
+func withEchoOff<T>(_ descriptor: Int32, _ body: (Bool) throws -> T) rethrows -> T {
     var saved = termios()
-    let terminal = isatty(STDIN_FILENO) == 1 && tcgetattr(STDIN_FILENO, &saved) == 0
+    let terminal = isatty(descriptor) == 1 && tcgetattr(descriptor, &saved) == 0
     if terminal {
         var silent = saved
         silent.c_lflag &= ~tcflag_t(ECHO)
-        _ = tcsetattr(STDIN_FILENO, TCSANOW, &silent)
-        FileHandle.standardError.write(Data("\(what.prefix(1).uppercased() + what.dropFirst()): ".utf8))
+        _ = tcsetattr(descriptor, TCSANOW, &silent)
     }
-    defer {
-        if terminal {
-            _ = tcsetattr(STDIN_FILENO, TCSANOW, &saved)
-            FileHandle.standardError.write(Data("\n".utf8))
-        }
-    }
-    guard let line = readLine(strippingNewline: true), !line.isEmpty else {
-        throw CLIError.input("Expected the \(what) on standard input.")
-    }
-    return line
+    defer { if terminal { _ = tcsetattr(descriptor, TCSANOW, &saved) } }
+    return try body(terminal)
 }

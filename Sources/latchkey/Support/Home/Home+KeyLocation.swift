@@ -119,8 +119,9 @@ extension Home {
 
     private static let recordedKey = Mutex<SymmetricKey?>(nil)
 
-    /// The passphrase: from `--passphrase-fd`, else asked on the terminal (`/dev/tty`, without
-    /// echo; standard input may be another program's, as git's is), else an error.
+    /// The passphrase: from `--passphrase-fd`, else asked on the terminal without echo (on
+    /// `/dev/tty`, since standard input may be another program's, as git's is; on standard input
+    /// when that is a terminal and the process has no controlling one), else an error.
     func readPassphrase(for path: String, confirming: Bool = false) throws -> String {
         if let descriptor = passphraseDescriptor {
             let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: false)
@@ -133,15 +134,19 @@ extension Home {
             return line
         }
         let terminal = open("/dev/tty", O_RDWR | O_CLOEXEC)
-        guard terminal >= 0 else {
+        guard terminal >= 0 || isatty(STDIN_FILENO) == 1 else {
             throw CLIError.input(
                 "The store's key in \(path) is sealed under a passphrase: run on a terminal, or pass --passphrase-fd N."
             )
         }
-        defer { close(terminal) }
-        let first = try Self.ask(terminal, "Passphrase for \(path): ")
+        defer { if terminal >= 0 { close(terminal) } }
+        func ask(_ what: String) throws -> String {
+            guard terminal >= 0 else { return try readSecretFromStandardInput(what) }
+            return Self.ask(terminal, what.prefix(1).uppercased() + what.dropFirst() + ": ")
+        }
+        let first = try ask("passphrase for \(path)")
         if confirming {
-            guard try Self.ask(terminal, "The same passphrase again: ") == first else {
+            guard try ask("the same passphrase again") == first else {
                 throw CLIError.input("The two passphrases differ; nothing was changed.")
             }
         }
@@ -149,20 +154,15 @@ extension Home {
         return first
     }
 
-    private static func ask(_ terminal: Int32, _ prompt: String) throws -> String {
-        var saved = termios()
-        let isTerminal = tcgetattr(terminal, &saved) == 0
-        if isTerminal {
-            var silent = saved
-            silent.c_lflag &= ~tcflag_t(ECHO)
-            _ = tcsetattr(terminal, TCSANOW, &silent)
+    /// Asks on the controlling terminal, without echo, for one line.
+    private static func ask(_ terminal: Int32, _ prompt: String) -> String {
+        withEchoOff(terminal) { _ in
+            _ = prompt.withCString { write(terminal, $0, strlen($0)) }
+            var bytes: [UInt8] = []
+            var byte: UInt8 = 0
+            while read(terminal, &byte, 1) == 1, byte != 0x0A { bytes.append(byte) }
+            _ = write(terminal, "\n", 1)
+            return String(decoding: bytes, as: UTF8.self)
         }
-        defer { if isTerminal { _ = tcsetattr(terminal, TCSANOW, &saved) } }
-        _ = prompt.withCString { write(terminal, $0, strlen($0)) }
-        var bytes: [UInt8] = []
-        var byte: UInt8 = 0
-        while read(terminal, &byte, 1) == 1, byte != 0x0A { bytes.append(byte) }
-        _ = write(terminal, "\n", 1)
-        return String(decoding: bytes, as: UTF8.self)
     }
 }
