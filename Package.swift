@@ -72,10 +72,18 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // SQLite's C API alone, for what must not wait for a thread hop or load GRDB: the store's
+        // change counter, and the tool's quick reads.
+        .target(
+            name: "LatchkeySQLiteReader",
+            dependencies: [.product(name: "GRDBSQLite", package: "GRDB.swift")],
+            swiftSettings: strictSettings
+        ),
         .target(
             name: "LatchkeySQLite",
             dependencies: [
                 "Latchkey",
+                "LatchkeySQLiteReader",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -250,7 +258,8 @@ let package = Package(
         .testTarget(
             name: "LatchkeyClientTests",
             dependencies: [
-                "Latchkey", "LatchkeyHTTP", "LatchkeyDevProvider", "LatchkeySQLite", "LatchkeyTestSupport", "LatchkeyURLRequest",
+                "Latchkey", "LatchkeyHTTP", "LatchkeyDevProvider", "LatchkeySQLite", "LatchkeyTestSupport",
+                "LatchkeyURLRequest",
                 "LatchkeyHummingbird", .product(name: "Hummingbird", package: "hummingbird"),
                 "LatchkeyStorageTesting",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

@@ -2,6 +2,7 @@ public import Crypto
 import Foundation
 import GRDB
 public import Latchkey
+import LatchkeySQLiteReader
 public import Logging
 import Synchronization
 import SystemPackage
@@ -51,6 +52,9 @@ public final class SQLiteCredentialStorage: CredentialStorage, OutboxStorage, Le
     /// The credentials last read by id, while the database is as it was then (see
     /// ``CredentialReadCache``).
     let readCache = Mutex(CredentialReadCache())
+    /// The database's change counter, read without a hop to ``pool``'s queue; `nil` when it
+    /// cannot be opened (nothing is kept then: every read reads the database).
+    let changeCounter: SQLiteChangeCounter?
     let logger: Logger
 
     /// Opens the store at `path`, creating it (and its folder and key file) when it is missing.
@@ -130,6 +134,8 @@ public final class SQLiteCredentialStorage: CredentialStorage, OutboxStorage, Le
         } catch {
             throw Self.storageError(error, path: path)
         }
+        // After the migrations: the counter's connection opens a database already in WAL mode.
+        changeCounter = SQLiteChangeCounter(path: path)
         self.logger.debug("credential store opened", metadata: ["path": "\(path)"])
     }
 
@@ -156,6 +162,7 @@ public final class SQLiteCredentialStorage: CredentialStorage, OutboxStorage, Le
     /// Closes the database now, moving everything committed into the database file, instead
     /// of when the storage is released. Any use after this throws.
     public func close() throws(StorageError) {
+        changeCounter?.close()
         do {
             try pool.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
             try pool.close()

@@ -35,7 +35,9 @@ struct ReadCacheTests {
         _ = try await store.update(id, token: token("at-2"))
         #expect(try await ask() == "token at-2", "a refresh here is seen there")
         #expect(try await ask() == "token at-2")
-        #expect(try await store.remove(id))
+        let signOut = await store.signOut(.account(id), options: SignOutOptions(revokeTokens: false))
+        let complete = if case .complete = signOut { true } else { false }
+        #expect(complete, "\(signOut)")
         #expect(try await ask() == "gone", "a sign-out here is seen there")
         let result = try await watcher.finish()
         #expect(result.status == 0, "\(result.stderr)")
@@ -77,5 +79,17 @@ struct ReadCacheTests {
         #expect(try await a.find(where: { _ in true }).map(\.id) == [second])
         let third = try await a.add(token("at-3")).id
         #expect(try await a.accounts().map(\.id) == [second, third], "its own add")
+    }
+
+    @Test("a closed store answers no read from memory")
+    func closed() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        let storage = try await SQLiteCredentialStorage.open(path: folder.file("credentials.sqlite"))
+        let store = CredentialStore(storage: storage)
+        let id = try await store.add(token("at-1")).id
+        #expect(try await store.credential(for: id)?.token.accessToken == "at-1")
+        try storage.close()
+        await #expect(throws: StorageError.self) { try await store.credential(for: id) }
     }
 }

@@ -17,14 +17,15 @@ extension Credential {
     /// When a refresh brings an ID token that fails verification, the new access and refresh
     /// tokens are kept and the access token is returned; the failure is logged, and
     /// ``refresh()`` throws it.
-    public func accessToken(minimumValidity: TimeInterval = 60) async throws(ProviderError) -> String {
+    public nonisolated func accessToken(minimumValidity: TimeInterval = 60) async throws(ProviderError) -> String {
         try await usableToken(minimumValidity: minimumValidity).accessToken
     }
 
     /// The tokens with an access token valid for at least `minimumValidity` seconds (refreshed
     /// first when needed), and that access token: what a request needs to carry it, a DPoP
-    /// proof included.
-    func usableToken(minimumValidity: TimeInterval = 60) async throws(ProviderError) -> (
+    /// proof included. Nonisolated, as every read of the handle is: a valid token is handed
+    /// out on the caller's own executor, with no hop.
+    nonisolated func usableToken(minimumValidity: TimeInterval = 60) async throws(ProviderError) -> (
         token: Token, accessToken: String
     ) {
         let current = try await stored()

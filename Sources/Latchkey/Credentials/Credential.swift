@@ -29,7 +29,7 @@ public actor Credential {
     nonisolated func now() -> Date { store.clock.date }
 
     /// The credential as stored now.
-    public func stored() async throws(ProviderError) -> StoredCredential {
+    public nonisolated func stored() async throws(ProviderError) -> StoredCredential {
         let stored: StoredCredential?
         do {
             stored = try await store.credential(for: id)

@@ -1,6 +1,6 @@
 extension CredentialStore {
     /// The credential with this identifier, or `nil`.
-    public func credential(for id: CredentialID) async throws(StorageError) -> StoredCredential? {
+    public nonisolated func credential(for id: CredentialID) async throws(StorageError) -> StoredCredential? {
         try await storage.credential(for: id)
     }
 

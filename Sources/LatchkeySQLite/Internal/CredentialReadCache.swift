@@ -4,12 +4,13 @@ import Latchkey
 /// they were read, so that reading a credential again opens no seal (`accessToken()` on a
 /// valid token, many times a second).
 ///
-/// "As it was" is two numbers: SQLite's `PRAGMA data_version`, which changes on the
-/// connection that asks whenever another connection (another process, another store on the
-/// same file) committed; and this storage's own writes, which it counts, since its own commits
-/// leave `data_version` unchanged. Either number moving empties the cache. A key rotation, a
-/// refresh, a revocation or a sign-out in another process is a commit like any other: the next
-/// read after it is visible reads the row again.
+/// "As it was" is two numbers: the store's change counter (`PRAGMA data_version` on a
+/// connection of its own, ``SQLiteChangeCounter``), which moves whenever any other connection
+/// commits — another process, another store on the same file, or this storage's own
+/// connection; and this storage's own writes, which it counts before each one starts, so that
+/// nothing is taken from the cache while a write of its own is under way. Either number moving
+/// empties the cache. A key rotation, a refresh, a revocation or a sign-out in another process
+/// is a commit like any other: the next read after it is visible reads the row again.
 struct CredentialReadCache: Sendable {
     /// What the cached rows were read under.
     struct Stamp: Equatable, Sendable {

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Latchkey
+import LatchkeySQLiteReader
 import Logging
 import Synchronization
 
@@ -26,27 +27,31 @@ extension SQLiteCredentialStorage {
     }
 
     /// Reads through the read cache (``CredentialReadCache``): while the database is unchanged
-    /// `cached` answers from memory, after one statement and with no seal opened; otherwise
-    /// `body` reads in one transaction with the store's current key, as ``read(_:)`` does, and
-    /// `keep` puts what it read in the cache.
+    /// `cached` answers from memory, on the caller's thread, after one statement of the change
+    /// counter and with no seal opened; otherwise `body` reads in one transaction with the
+    /// store's current key, as ``read(_:)`` does, and `keep` puts what it read in the cache.
     func cachedRead<T: Sendable>(
         cached: @escaping @Sendable (inout CredentialReadCache, Int64) -> T?,
         read body: @escaping @Sendable (Database, Sealer) throws -> T,
         keep: @escaping @Sendable (inout CredentialReadCache, T, CredentialReadCache.Stamp) -> Void
     ) async throws(StorageError) -> T {
+        if let version = changeCounter?.value(), let hit = readCache.withLock({ cached(&$0, version) }) {
+            return hit
+        }
         do {
-            // Outside a transaction: the change counter needs none, and a hit costs one statement.
             return try await pool.unsafeRead { db in
-                let version = try Int64.fetchOne(db.cachedStatement(sql: "PRAGMA data_version")) ?? -1
-                if let hit = self.readCache.withLock({ cached(&$0, version) }) { return hit }
-                let stamp = self.readCache.withLock { $0.stamp(dataVersion: version) }
+                // The stamp before the read begins: a commit after it, however soon, changes
+                // the counter, and what this read keeps is not taken again.
+                let stamp = self.changeCounter?.value().map { version in
+                    self.readCache.withLock { $0.stamp(dataVersion: version) }
+                }
                 var value: T?
                 try db.inTransaction(.deferred) {
                     value = try body(db, try self.currentSealer(db))
                     return .commit
                 }
                 guard let value else { throw DatabaseError(message: "The read returned nothing.") }
-                self.readCache.withLock { keep(&$0, value, stamp) }
+                if let stamp { self.readCache.withLock { keep(&$0, value, stamp) } }
                 return value
             }
         } catch {
