@@ -245,7 +245,7 @@ let package = Package(
         .testTarget(
             name: "LatchkeyTests",
             dependencies: [
-                "Latchkey", "LatchkeySQLite", "LatchkeyTestSupport", "LatchkeyStorageTesting",
+                "Latchkey", "LatchkeySQLite", "LatchkeyTestSupport", "LatchkeyStorageTesting", "LatchkeySQLiteReader",
                 // The schema-upgrade test writes an old store's rows itself.
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // DPoP proofs are checked with another library's verifier.

@@ -1,7 +1,9 @@
 import Foundation
 import GRDB
 public import Latchkey
+import LatchkeySQLiteReader
 import Logging
+import Synchronization
 
 extension SQLiteCredentialStorage {
     private static let selectAll = "SELECT \(SQL.list(SealedCredential.columns)) FROM credential"
@@ -15,7 +17,7 @@ extension SQLiteCredentialStorage {
     /// ``CredentialReadCache``): `find(where:)` filters the summaries in memory.
     public func accounts() async throws(StorageError) -> [AccountSummary] {
         try await cachedRead(
-            cached: { cache, version in cache.accounts(dataVersion: version) },
+            cached: { cache, version in cache.accounts(counter: version) },
             read: { db, _ in
                 try Row.fetchAll(
                     db, sql: "SELECT \(SQL.list(SealedCredential.listedColumns)) FROM credential \(Self.oldestFirst)"
@@ -25,8 +27,13 @@ extension SQLiteCredentialStorage {
     }
 
     public func credential(for id: CredentialID) async throws(StorageError) -> StoredCredential? {
+        // The hot path (`accessToken()` on a valid token): the counter, the cache, nothing else.
+        if let counter = changeCounter?.value(), let kept = readCache.withLock({ $0.credential(id, counter: counter) })
+        {
+            return kept
+        }
         let read = try await cachedRead(
-            cached: { cache, version in cache.credential(id, dataVersion: version).map { ([$0], []) } },
+            cached: { cache, version in cache.credential(id, counter: version).map { ([$0], []) } },
             read: { db, sealer in
                 try Self.readCredentials(db, "\(Self.selectAll) WHERE id = ?", arguments: [id.rawValue], sealer: sealer)
             },

@@ -61,6 +61,57 @@ package final class SQLiteConnection {
     }
 
     fileprivate var lastErrorCode: Int32 { sqlite3_extended_errcode(handle) }
+
+    /// The WAL index of a database in WAL mode, as SQLite itself maps it for this connection
+    /// (its first region, whose first 96 bytes are the two copies of the header): `nil` when the
+    /// database is not in WAL mode, or the file has no shared memory. Valid while the connection
+    /// is open and has read at least once; SQLite maps it, and unmaps it only at close.
+    package func walIndex() -> WALIndex? {
+        var file: UnsafeMutablePointer<sqlite3_file>?
+        guard sqlite3_file_control(handle, "main", SQLITE_FCNTL_FILE_POINTER, &file) == SQLITE_OK,
+            let file, let methods = file.pointee.pMethods, methods.pointee.iVersion >= 2,
+            let map = methods.pointee.xShmMap, let barrier = methods.pointee.xShmBarrier
+        else { return nil }
+        var region: UnsafeMutableRawPointer?
+        // The region is mapped already (the connection read in WAL mode); nothing is created.
+        guard map(file, 0, 32_768, 0, &region) == SQLITE_OK, let region else { return nil }
+        return WALIndex(header: UnsafeRawPointer(region), barrier: { barrier(file) })
+    }
+}
+
+/// The header of a WAL index (https://www.sqlite.org/walformat.html, "The WAL-Index Header"):
+/// two copies of 48 bytes that every commit rewrites, the second first. Read as SQLite's own
+/// readers read it: the first copy, a barrier, the second, equal or not trusted.
+package struct WALIndex {
+    let header: UnsafeRawPointer
+    let barrier: () -> Void
+
+    /// What changes at every commit and every restart of the WAL: `iChange` (incremented by each
+    /// transaction), `mxFrame` (the last valid frame) and the two salts (new at each restart);
+    /// `nil` while a writer is rewriting the header, or before it is initialized.
+    package func stamp() -> WALStamp? {
+        let first = copy(at: 0)
+        barrier()
+        let second = copy(at: 48)
+        guard first == second, header.load(fromByteOffset: 12, as: UInt8.self) == 1 else { return nil }
+        return first
+    }
+
+    private func copy(at offset: Int) -> WALStamp {
+        WALStamp(
+            change: header.loadUnaligned(fromByteOffset: offset + 8, as: UInt32.self),
+            lastFrame: header.loadUnaligned(fromByteOffset: offset + 16, as: UInt32.self),
+            salt1: header.loadUnaligned(fromByteOffset: offset + 32, as: UInt32.self),
+            salt2: header.loadUnaligned(fromByteOffset: offset + 36, as: UInt32.self))
+    }
+}
+
+/// What the WAL-index header says of the database's last commit.
+package struct WALStamp: Hashable, Sendable {
+    package var change: UInt32
+    package var lastFrame: UInt32
+    package var salt1: UInt32
+    package var salt2: UInt32
 }
 
 /// A prepared statement of a ``SQLiteConnection``: bound, stepped row by row, reset after.

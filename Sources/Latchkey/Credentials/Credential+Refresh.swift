@@ -18,17 +18,24 @@ extension Credential {
     /// tokens are kept and the access token is returned; the failure is logged, and
     /// ``refresh()`` throws it.
     public nonisolated func accessToken(minimumValidity: TimeInterval = 60) async throws(ProviderError) -> String {
-        try await usableToken(minimumValidity: minimumValidity).accessToken
+        // The hot path, without the copy of the tokens a request would need.
+        let current = try await stored()
+        if let accessToken = current.token.accessToken,
+            !current.needsRefresh(minimumValidity: minimumValidity, at: now())
+        {
+            return accessToken
+        }
+        return try await usableToken(minimumValidity: minimumValidity, current: current).accessToken
     }
 
     /// The tokens with an access token valid for at least `minimumValidity` seconds (refreshed
     /// first when needed), and that access token: what a request needs to carry it, a DPoP
     /// proof included. Nonisolated, as every read of the handle is: a valid token is handed
     /// out on the caller's own executor, with no hop.
-    nonisolated func usableToken(minimumValidity: TimeInterval = 60) async throws(ProviderError) -> (
-        token: Token, accessToken: String
-    ) {
-        let current = try await stored()
+    nonisolated func usableToken(minimumValidity: TimeInterval = 60, current: StoredCredential? = nil)
+        async throws(ProviderError) -> (token: Token, accessToken: String)
+    {
+        let current = if let current { current } else { try await stored() }
         if let accessToken = current.token.accessToken,
             !current.needsRefresh(minimumValidity: minimumValidity, at: now())
         {

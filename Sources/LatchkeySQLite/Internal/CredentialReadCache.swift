@@ -1,4 +1,5 @@
 import Latchkey
+import LatchkeySQLiteReader
 
 /// The credentials this process last read by id, kept while the database is as it was when
 /// they were read, so that reading a credential again opens no seal (`accessToken()` on a
@@ -14,7 +15,7 @@ import Latchkey
 struct CredentialReadCache: Sendable {
     /// What the cached rows were read under.
     struct Stamp: Equatable, Sendable {
-        var dataVersion: Int64
+        var counter: SQLiteChangeCounter.Value
         var writes: UInt64
     }
 
@@ -36,19 +37,19 @@ struct CredentialReadCache: Sendable {
         current = nil
     }
 
-    /// Whether what is kept was read under the stamp a read at `dataVersion` would have;
+    /// Whether what is kept was read under the stamp a read at `counter` would have;
     /// everything is dropped when not.
-    private mutating func isCurrent(dataVersion: Int64) -> Bool {
-        guard let current, current == stamp(dataVersion: dataVersion) else {
+    private mutating func isCurrent(counter: SQLiteChangeCounter.Value) -> Bool {
+        guard let current, current == stamp(counter: counter) else {
             empty()
             return false
         }
         return true
     }
 
-    /// The summaries listed under the current stamp, if it is still current at `dataVersion`.
-    mutating func accounts(dataVersion: Int64) -> [AccountSummary]? {
-        isCurrent(dataVersion: dataVersion) ? accounts : nil
+    /// The summaries listed under the current stamp, if it is still current at `counter`.
+    mutating func accounts(counter: SQLiteChangeCounter.Value) -> [AccountSummary]? {
+        isCurrent(counter: counter) ? accounts : nil
     }
 
     /// Keeps the summaries, listed under `stamp`, unless something was written since.
@@ -68,12 +69,12 @@ struct CredentialReadCache: Sendable {
         return true
     }
 
-    /// The stamp a read that starts now, at `dataVersion`, is made under.
-    func stamp(dataVersion: Int64) -> Stamp { Stamp(dataVersion: dataVersion, writes: writes) }
+    /// The stamp a read that starts now, at `counter`, is made under.
+    func stamp(counter: SQLiteChangeCounter.Value) -> Stamp { Stamp(counter: counter, writes: writes) }
 
-    /// The credential read under the current stamp, if it is still current at `dataVersion`.
-    mutating func credential(_ id: CredentialID, dataVersion: Int64) -> StoredCredential? {
-        isCurrent(dataVersion: dataVersion) ? credentials[id] : nil
+    /// The credential read under the current stamp, if it is still current at `counter`.
+    mutating func credential(_ id: CredentialID, counter: SQLiteChangeCounter.Value) -> StoredCredential? {
+        isCurrent(counter: counter) ? credentials[id] : nil
     }
 
     /// Keeps `credential`, read under `stamp`, unless something was written since.

@@ -31,7 +31,7 @@ extension SQLiteCredentialStorage {
     /// counter and with no seal opened; otherwise `body` reads in one transaction with the
     /// store's current key, as ``read(_:)`` does, and `keep` puts what it read in the cache.
     func cachedRead<T: Sendable>(
-        cached: @escaping @Sendable (inout CredentialReadCache, Int64) -> T?,
+        cached: @escaping @Sendable (inout CredentialReadCache, SQLiteChangeCounter.Value) -> T?,
         read body: @escaping @Sendable (Database, Sealer) throws -> T,
         keep: @escaping @Sendable (inout CredentialReadCache, T, CredentialReadCache.Stamp) -> Void
     ) async throws(StorageError) -> T {
@@ -43,7 +43,7 @@ extension SQLiteCredentialStorage {
                 // The stamp before the read begins: a commit after it, however soon, changes
                 // the counter, and what this read keeps is not taken again.
                 let stamp = self.changeCounter?.value().map { version in
-                    self.readCache.withLock { $0.stamp(dataVersion: version) }
+                    self.readCache.withLock { $0.stamp(counter: version) }
                 }
                 var value: T?
                 try db.inTransaction(.deferred) {
