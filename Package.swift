@@ -25,6 +25,7 @@ let package = Package(
         .library(name: "LatchkeyHummingbird", targets: ["LatchkeyHummingbird"]),
         .library(name: "LatchkeyStorageTesting", targets: ["LatchkeyStorageTesting"]),
         .executable(name: "latchkey", targets: ["latchkey"]),
+        .executable(name: "latchkey-full", targets: ["latchkey-full"]),
         .executable(name: "latchkey-bench", targets: ["latchkey-bench"]),
         .executable(name: "latchkey-web-example", targets: ["latchkey-web-example"]),
     ],
@@ -53,9 +54,22 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.0"),
     ],
     targets: [
+        // What Latchkey keeps and how it is sealed: tokens, credentials, the seal and its key.
+        // Foundation Essentials, swift-crypto and swift-system only, so that a program that only
+        // reads a stored token (the tool's quick commands) loads nothing else. `Latchkey`
+        // re-exports it.
+        .target(
+            name: "LatchkeyRecords",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
+            swiftSettings: strictSettings
+        ),
         .target(
             name: "Latchkey",
             dependencies: [
+                "LatchkeyRecords",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -76,7 +90,12 @@ let package = Package(
         // change counter, and the tool's quick reads.
         .target(
             name: "LatchkeySQLiteReader",
-            dependencies: [.product(name: "GRDBSQLite", package: "GRDB.swift")],
+            dependencies: [
+                "LatchkeyRecords",
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
             swiftSettings: strictSettings
         ),
         .target(
@@ -155,10 +174,37 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // What both halves of the tool agree on: where the home, its store and its key are, the
+        // provider list, and how a token is printed for people, scripts, git and kubectl.
+        .target(
+            name: "LatchkeyCommandLine",
+            dependencies: [
+                "LatchkeyRecords",
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        // `latchkey`: the command-line tool as people and programs call it. It answers the
+        // commands called many times a minute (`token`, `credential git|kubectl`) from the SQLite
+        // store when the token is valid, loading nothing else, and hands every other command to
+        // `latchkey-full`, installed beside it (exec, same process). Built with the Swift
+        // libraries linked in (Linux, release): a process that starts in a few milliseconds.
+        // It names no dependency on `latchkey-full`: SwiftPM would link every library of that
+        // into it. In a build folder of this package it builds `latchkey-full` itself when that
+        // is missing or older than the sources (`swift run latchkey demo` from a fresh clone).
         .executableTarget(
             name: "latchkey",
+            dependencies: ["LatchkeyRecords", "LatchkeySQLiteReader", "LatchkeyCommandLine"],
+            swiftSettings: strictSettings + [
+                .unsafeFlags(["-static-stdlib"], .when(platforms: [.linux], configuration: .release))
+            ],
+            linkerSettings: [.unsafeFlags(["-static-stdlib"], .when(platforms: [.linux], configuration: .release))]
+        ),
+        // Every command of the tool (swift-argument-parser).
+        .executableTarget(
+            name: "latchkey-full",
             dependencies: [
-                "Latchkey",
+                "Latchkey", "LatchkeyCommandLine",
                 "LatchkeySQLite",
                 "LatchkeyPostgres",
                 "LatchkeyHTTP",

@@ -251,89 +251,9 @@ if runs("store") {
     record("store.file_size", size / 1_048_576, "MiB")
 }
 
-// MARK: `latchkey token`, a fresh process with a valid token
+// MARK: The command-line tool as fresh processes
 
-if runs("cli") {
-    let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(
-        "latchkey")
-    if FileManager.default.isExecutableFile(atPath: binary.path) {
-        let dev = try await DevProvider.start()
-        let home = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "latchkey-bench-home-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: home) }
-        let homePath = home.path
-        @Sendable func run(_ arguments: [String], input: String? = nil) throws -> Int32 {
-            let process = Process()
-            process.executableURL = binary
-            process.arguments = ["--home", homePath] + arguments
-            let stdin = Pipe()
-            process.standardInput = stdin
-            process.standardOutput = FileHandle.nullDevice
-            try process.run()
-            if let input { stdin.fileHandleForWriting.write(Data((input + "\n").utf8)) }
-            try stdin.fileHandleForWriting.close()
-            process.waitUntilExit()
-            return process.terminationStatus
-        }
-        _ = try run([
-            "provider", "add", "dev", "--issuer", dev.issuer.absoluteString, "--client-id", "latchkey-cli",
-            "--allow-password-grant",
-        ])
-        _ = try run(["login", "--username", "alice", "--password-stdin"], input: "alice-password")
-        var runs: [Double] = []
-        for _ in 0..<(quick ? 5 : 20) {
-            let start = ContinuousClock.now
-            let status = try run(["token"])
-            if status == 0 { runs.append(milliseconds(ContinuousClock.now - start)) }
-        }
-        let fresh = percentile(runs, 0.5)
-        record("cli.token.fresh_process.median", fresh, "ms")
-
-        // Eight processes at once on a stale credential: one refresh between them (the store's
-        // refresh lease), and what the wait for it adds to each process.
-        func runConcurrently(_ count: Int, _ arguments: [String]) async -> [(status: Int32, time: Double)] {
-            await withTaskGroup(of: (Int32, Double).self) { group in
-                for _ in 0..<count {
-                    group.addTask {
-                        // Process blocks its thread while it waits: off the cooperative pool.
-                        await withCheckedContinuation { continuation in
-                            DispatchQueue.global().async {
-                                let start = ContinuousClock.now
-                                let status = (try? run(arguments)) ?? -1
-                                continuation.resume(returning: (status, milliseconds(ContinuousClock.now - start)))
-                            }
-                        }
-                    }
-                }
-                var results: [(status: Int32, time: Double)] = []
-                for await result in group { results.append(result) }
-                return results
-            }
-        }
-        var requests: [Double] = []
-        var failures = 0
-        var stale: [Double] = []
-        for _ in 0..<(quick ? 2 : 5) {
-            await dev.setAccessTokenLifetime(2)
-            _ = try run(["refresh"])
-            await dev.setAccessTokenLifetime(3_600)
-            try await Task.sleep(for: .milliseconds(1_200))  // stale once within half its lifetime
-            dev.faults.resetCounters()
-            let results = await runConcurrently(8, ["token"])
-            requests.append(Double(dev.faults.count("token.refresh_token")))
-            failures += results.filter { $0.status != 0 }.count
-            stale += results.map(\.time)
-        }
-        record("cli.token.parallel8.refresh_requests.max", requests.max() ?? .nan, "count")
-        record("cli.token.parallel8.failures", Double(failures), "count")
-        record("cli.token.parallel8.process.median", percentile(stale, 0.5), "ms")
-        record("cli.token.parallel8.added_latency.median", percentile(stale, 0.5) - fresh, "ms")
-        await dev.stop()
-    } else {
-        FileHandle.standardError.write(
-            Data("latchkey-bench: build the latchkey executable too (swift build -c release)\n".utf8))
-    }
-}
+if runs("cli") { try await cliFigures() }
 
 // MARK: The fleet store, when a PostgreSQL server is named
 

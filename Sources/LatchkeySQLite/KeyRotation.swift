@@ -2,6 +2,7 @@ public import Crypto
 import Foundation
 import GRDB
 public import Latchkey
+import LatchkeySQLiteReader
 public import Logging
 import Synchronization
 import SystemPackage

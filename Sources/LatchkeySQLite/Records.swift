@@ -1,24 +1,11 @@
 import Foundation
 import GRDB
 import Latchkey
+import LatchkeySQLiteReader
 
 /// The rows of the SQLite store, as the backends share them (``SealedCredential``,
 /// ``SealedOutboxEntry``): read and written by column name, each row on its own.
 extension SealedCredential {
-    /// Every column of a `credential` row, in the order ``arguments`` gives them.
-    static let columns = [
-        "id", "subject", "username", "email", "issuer", "name", "client_id", "tags", "metadata", "sealed_token",
-        "created_at", "updated_at", "version", "access_token_expires_at", "has_access_token", "has_refresh_token",
-        "needs_sign_in", "rejected_access_token",
-    ]
-
-    /// What a listing reads: the columns in the clear, neither the sealed tokens nor the sealed
-    /// metadata.
-    static let listedColumns = [
-        "id", "subject", "username", "email", "issuer", "name", "client_id", "tags", "created_at",
-        "access_token_expires_at", "has_access_token", "has_refresh_token", "needs_sign_in",
-    ]
-
     /// The row's values, in ``columns``' order.
     var arguments: StatementArguments {
         [

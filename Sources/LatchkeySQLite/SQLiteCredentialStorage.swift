@@ -72,7 +72,7 @@ public final class SQLiteCredentialStorage: CredentialStorage, OutboxStorage, Le
         self.path = path
         self.logger = logger ?? .disabled("latchkey.sqlite")
         try StoreFiles.prepareFolder(URL(fileURLWithPath: path).deletingLastPathComponent().path)
-        let database = try StoreFiles.checkDatabaseFile(path)
+        let database = try SQLiteStoreFiles.checkDatabaseFile(path)
         // The database file first, exclusively: the process that creates it is the one that may
         // create its key; a key file that was there before it is not trusted.
         let created = database.exists ? false : try StoreFiles.createDatabaseFile(path)

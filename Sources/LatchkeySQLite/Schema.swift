@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Latchkey
+import LatchkeySQLiteReader
 
 /// The database schema and its migrations.
 ///
@@ -244,6 +245,8 @@ enum Schema {
     }
 
     static var currentVersion: Int { migrations.count }
+    // The quick reader reads this version alone (SQLiteStoreLayout.schemaVersion); a test opens
+    // a new store with it.
 
     /// Brings the database up to ``currentVersion``, and checks (or, in a new store, records)
     /// that `sealer` holds the store's key.

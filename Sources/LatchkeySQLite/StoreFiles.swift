@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Latchkey
+import LatchkeySQLiteReader
 import SystemPackage
 
 // `stat`'s `timespec` is CoreFoundation's as far as the compiler's member lookup goes on Linux,
@@ -25,59 +26,13 @@ enum StoreFiles {
     /// Creates the folder (0700) when it is missing; otherwise checks that it is a folder of the
     /// user's, closed to other users' writes, that its owner can use.
     static func prepareFolder(_ folder: String) throws(StorageError) {
-        guard let info = try KeyFiles.status(folder, followingLinks: true) else {
-            do {
-                try FileManager.default.createDirectory(
-                    atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            } catch {
-                throw folderError(folder, "cannot be created")
-            }
-            return
+        guard try !SQLiteStoreFiles.checkFolder(folder) else { return }
+        do {
+            try FileManager.default.createDirectory(
+                atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw SQLiteStoreFiles.folderError(folder, "cannot be created")
         }
-        guard info.type == .directory else { throw folderError(folder, "is not a folder") }
-        try KeyFiles.checkTrust(
-            info, path: folder, what: "The credential store's folder", forbidden: [.groupWrite, .otherWrite],
-            fix: "chmod go-w")
-        // Checked on the mode bits as well as with access(2), so that a folder its owner locked
-        // is reported even to root, which access(2) lets through.
-        guard info.permissions.contains(.ownerReadWriteExecute), access(folder, R_OK | W_OK | X_OK) == 0 else {
-            throw folderError(folder, "cannot be read and written by its owner")
-        }
-    }
-
-    /// What is at the database's path.
-    struct DatabaseFile {
-        /// Its path.
-        var path: String
-        /// Whether a file is there.
-        var exists: Bool
-        /// Whether it holds data (a store that was created and written).
-        var hasData: Bool
-    }
-
-    /// Checks an existing database file: a regular file (not a link) of the user's, closed to
-    /// other users' writes, that its owner can read and write.
-    static func checkDatabaseFile(_ path: String) throws(StorageError) -> DatabaseFile {
-        guard let info = try KeyFiles.status(path, followingLinks: false) else {
-            return DatabaseFile(path: path, exists: false, hasData: false)
-        }
-        guard info.type != .symbolicLink else {
-            throw StorageError(
-                .insecureFile, path: path,
-                reason: "The credential database is a symbolic link; Latchkey opens only a file of its own there.")
-        }
-        guard info.type == .regular else {
-            throw StorageError(.fileNotAccessible, path: path, reason: "The credential database is not a regular file.")
-        }
-        try KeyFiles.checkTrust(
-            info, path: path, what: "The credential database", forbidden: [.groupWrite, .otherWrite],
-            fix: "chmod go-w")
-        guard info.permissions.contains(.ownerReadWrite), access(path, R_OK | W_OK) == 0 else {
-            throw StorageError(
-                .fileNotAccessible, path: path,
-                reason: "The credential database cannot be read and written by its owner.")
-        }
-        return DatabaseFile(path: path, exists: true, hasData: info.size > 0)
     }
 
     /// Creates an empty database file with mode 0600, exclusively, so that SQLite (which gives
@@ -111,7 +66,7 @@ enum StoreFiles {
     ///   - besideDatabase: whether the key file is the one Latchkey names after the database (a
     ///     key file the caller names on purpose may exist before its database).
     static func loadOrCreateKey(
-        at path: String, database: DatabaseFile, createdDatabase: Bool, besideDatabase: Bool
+        at path: String, database: SQLiteStoreFiles.DatabaseFile, createdDatabase: Bool, besideDatabase: Bool
     ) throws(StorageError) -> SymmetricKey {
         if let key = try KeyFiles.readKeyFile(at: path) {
             // A key file beside a database that did not exist is someone else's, or a leftover:
@@ -156,7 +111,9 @@ enum StoreFiles {
     /// An empty database beside its key file: for a moment while another Latchkey creates the
     /// store (``StorageError/Code/busy``: opening tries again), otherwise a store that was emptied
     /// or whose creation was cut short. That is damage: reported, and nothing is written over it.
-    private static func checkEmptyDatabase(_ database: DatabaseFile, besideKey keyPath: String) throws(StorageError) {
+    private static func checkEmptyDatabase(_ database: SQLiteStoreFiles.DatabaseFile, besideKey keyPath: String)
+        throws(StorageError)
+    {
         let written = try KeyFiles.status(keyPath, followingLinks: false).map {
             Date(timeIntervalSince1970: TimeInterval($0.st_mtim.tv_sec))
         }
@@ -172,7 +129,4 @@ enum StoreFiles {
         )
     }
 
-    private static func folderError(_ folder: String, _ problem: String) -> StorageError {
-        StorageError(.folderNotAccessible, path: folder, reason: "The credential store's folder \(problem).")
-    }
 }

@@ -137,3 +137,21 @@ public struct TokenResponseError: Error, Sendable, Hashable, CustomStringConvert
         }
     }
 }
+
+extension Token {
+    /// Creates a token from a decoded token response, received at `issuedAt`.
+    public init(response: TokenResponse, issuedAt: Date, provider: ProviderIdentity) {
+        self.init(
+            accessToken: response.accessToken,
+            tokenType: response.tokenType,
+            refreshToken: response.refreshToken,
+            idToken: response.idToken,
+            deviceSecret: response.deviceSecret,
+            scopes: response.scope.map(Token.scopes(from:)),
+            issuedAt: issuedAt,
+            expiresAt: response.expiresIn.map { issuedAt.addingTimeInterval(ProviderNumbers.seconds($0, fallback: 0)) },
+            provider: provider,
+            additionalFields: response.additionalFields
+        )
+    }
+}

@@ -1,0 +1,148 @@
+import Foundation
+import LatchkeyDevProvider
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The `latchkey` binaries beside this one, as fresh processes: what git, kubectl and a shell
+/// prompt pay on every call with a valid token (time and peak memory), the whole tool's own
+/// start, and eight processes on one stale credential (one refresh between them).
+@MainActor
+func cliFigures() async throws {
+    let folder = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    let latchkey = folder.appendingPathComponent("latchkey").path
+    let full = folder.appendingPathComponent("latchkey-full").path
+    guard FileManager.default.isExecutableFile(atPath: latchkey), FileManager.default.isExecutableFile(atPath: full)
+    else {
+        FileHandle.standardError.write(
+            Data(
+                "latchkey-bench: build latchkey and latchkey-full too (swift build -c release --product latchkey --product latchkey-full)\n"
+                    .utf8))
+        return
+    }
+    let dev = try await DevProvider.start()
+    let home = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-bench-home-\(UUID().uuidString)")
+    defer { try? FileManager.default.removeItem(at: home) }
+    let environment = ProcessInfo.processInfo.environment.merging(["LATCHKEY_HOME": home.path]) { _, new in new }
+    @Sendable func run(_ arguments: [String], input: String = "", binary: String = latchkey) -> ProcessFigure {
+        measureProcess(binary, arguments, input: Array(input.utf8), environment: environment)
+    }
+    _ = run([
+        "provider", "add", "dev", "--issuer", dev.issuer.absoluteString, "--client-id", "latchkey-cli",
+        "--allow-password-grant", "--git-host", "git.bench.example",
+    ])
+    _ = run(["login", "--username", "alice", "--password-stdin"], input: "alice-password\n")
+    let rounds = quick ? 5 : 30
+    let git = "protocol=https\nhost=git.bench.example\n\n"
+    var fresh = 0.0
+    // Peak memory comes from GNU time (Debian's `time`): this process's own children start as
+    // vfork(2) copies of it, and the kernel counts its memory in theirs.
+    let gnuTime = FileManager.default.isExecutableFile(atPath: "/usr/bin/time") ? "/usr/bin/time" : nil
+    if gnuTime == nil {
+        FileHandle.standardError.write(
+            Data("latchkey-bench: no peak memory figures without /usr/bin/time (apt-get install time)\n".utf8))
+    }
+    for (name, arguments, input, binary) in [
+        ("cli.token", ["token"], "", latchkey), ("cli.credential_git", ["credential", "git", "get"], git, latchkey),
+        ("cli.credential_kubectl", ["credential", "kubectl"], "", latchkey),
+        ("cli.full_version", ["--version"], "", full),
+    ] {
+        let figures = (0..<rounds).map { _ in run(arguments, input: input, binary: binary) }.filter { $0.status == 0 }
+        let time = percentile(figures.map(\.milliseconds), 0.5)
+        if name == "cli.token" { fresh = time }
+        record("\(name).fresh_process.median", time, "ms")
+        guard let gnuTime else { continue }
+        let report = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "latchkey-bench-\(UUID().uuidString)"
+        ).path
+        defer { unlink(report) }
+        let peaks = (0..<rounds).compactMap { _ -> Double? in
+            guard run(["-f", "%M", "-o", report, binary] + arguments, input: input, binary: gnuTime).status == 0,
+                let text = try? String(contentsOfFile: report, encoding: .utf8),
+                let kilobytes = Double(text.trimmingCharacters(in: .whitespacesAndNewlines))
+            else { return nil }
+            return kilobytes / 1_024
+        }
+        record("\(name).fresh_process.peak_memory", percentile(peaks, 0.5), "MiB")
+    }
+
+    // Eight processes at once on a stale credential: one refresh between them (the store's
+    // refresh lease), and what the wait for it adds to each process. All are started, then all
+    // are waited for: a thread blocked in waitpid per process would start them in waves.
+    func runConcurrently(_ count: Int, _ arguments: [String]) -> [ProcessFigure] {
+        let started = (0..<count).map { _ in spawnProcess(latchkey, arguments, input: [], environment: environment) }
+        return started.map { $0.map(waitForProcess) ?? ProcessFigure(status: -1, milliseconds: .nan) }
+    }
+    var requests: [Double] = []
+    var failures = 0
+    var stale: [Double] = []
+    for _ in 0..<(quick ? 2 : 5) {
+        await dev.setAccessTokenLifetime(2)
+        _ = run(["refresh"])
+        await dev.setAccessTokenLifetime(3_600)
+        try await Task.sleep(for: .milliseconds(1_200))  // stale once within half its lifetime
+        dev.faults.resetCounters()
+        let results = runConcurrently(8, ["token"])
+        requests.append(Double(dev.faults.count("token.refresh_token")))
+        failures += results.filter { $0.status != 0 }.count
+        stale += results.map(\.milliseconds)
+    }
+    record("cli.token.parallel8.refresh_requests.max", requests.max() ?? .nan, "count")
+    record("cli.token.parallel8.failures", Double(failures), "count")
+    record("cli.token.parallel8.process.median", percentile(stale, 0.5), "ms")
+    record("cli.token.parallel8.added_latency.median", percentile(stale, 0.5) - fresh, "ms")
+    await dev.stop()
+}
+
+/// A process's exit status and wall time.
+struct ProcessFigure: Sendable {
+    var status: Int32
+    var milliseconds: Double
+}
+
+/// Runs `binary ARGUMENTS` with `input` on standard input and its output discarded, and waits for it.
+func measureProcess(_ binary: String, _ arguments: [String], input: [UInt8], environment: [String: String])
+    -> ProcessFigure
+{
+    spawnProcess(binary, arguments, input: input, environment: environment).map(waitForProcess)
+        ?? ProcessFigure(status: -1, milliseconds: .nan)
+}
+
+/// A process started by ``spawnProcess(_:_:input:environment:)``.
+struct StartedProcess {
+    var id: pid_t
+    var start: ContinuousClock.Instant
+}
+
+/// Starts `binary ARGUMENTS` with `input` on standard input and its output discarded.
+func spawnProcess(_ binary: String, _ arguments: [String], input: [UInt8], environment: [String: String])
+    -> StartedProcess?
+{
+    var ends: [Int32] = [0, 0]
+    guard pipe(&ends) == 0 else { return nil }
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_adddup2(&actions, ends[0], STDIN_FILENO)
+    posix_spawn_file_actions_addclose(&actions, ends[1])
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0)
+    let argv = ([binary] + arguments).map { strdup($0) } + [nil]
+    let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+    defer { (argv + envp).forEach { free($0) } }
+    let start = ContinuousClock.now
+    var child = pid_t()
+    let spawned = posix_spawn(&child, binary, &actions, nil, argv, envp)
+    close(ends[0])
+    if spawned == 0 { _ = input.withUnsafeBytes { write(ends[1], $0.baseAddress, $0.count) } }
+    close(ends[1])
+    return spawned == 0 ? StartedProcess(id: child, start: start) : nil
+}
+
+/// Waits for `process` to end: its exit status and the time since it was started.
+func waitForProcess(_ process: StartedProcess) -> ProcessFigure {
+    var status: Int32 = 0
+    while waitpid(process.id, &status, 0) < 0, errno == EINTR {}
+    let elapsed = milliseconds(ContinuousClock.now - process.start)
+    return ProcessFigure(status: (status & 0x7f) == 0 ? (status >> 8) & 0xff : -1, milliseconds: elapsed)
+}

@@ -1,0 +1,68 @@
+#if canImport(FoundationEssentials)
+    package import FoundationEssentials
+#else
+    package import Foundation
+#endif
+
+/// Where a Latchkey home is (one home is one device), and where its store and its store's key
+/// are: what every command of the tool, quick or not, agrees on.
+package struct HomeLocation: Sendable {
+    /// Where the store's key comes from, as the options and the environment say (a location
+    /// `key move` recorded in the home comes after these; see ``KeyLocation``).
+    package enum KeyChoice: Sendable, Equatable {
+        /// The key file beside the SQLite database (or where `key move` put the key).
+        case besideDatabase
+        /// `--key-file`, else `$LATCHKEY_KEY_FILE`.
+        case file(String)
+        /// `--key-fd`: read once per process from this open file descriptor.
+        case descriptor(Int32)
+    }
+
+    /// The home folder.
+    package let folder: URL
+    /// The PostgreSQL store's URL (`--store`, else `$LATCHKEY_DATABASE_URL`), or nil for the
+    /// SQLite store in the home folder.
+    package let databaseURL: String?
+    /// Where the store's key comes from.
+    package let key: KeyChoice
+    /// `--passphrase-fd`: where the passphrase of a passphrase-sealed key file comes from.
+    package let passphraseDescriptor: Int32?
+
+    /// `--home`, else `$LATCHKEY_HOME`, else `$XDG_CONFIG_HOME/latchkey`, else `~/.config/latchkey`.
+    /// The key: `--key-fd`, else `--key-file`, else `$LATCHKEY_KEY_FILE`, else the home's.
+    package init(
+        explicit: String?, keyFile: String? = nil, keyDescriptor: Int32? = nil, store: String? = nil,
+        passphraseDescriptor: Int32? = nil, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) {
+        func nonEmpty(_ name: String) -> String? { environment[name].flatMap { $0.isEmpty ? nil : $0 } }
+        self.passphraseDescriptor = passphraseDescriptor
+        databaseURL = store ?? nonEmpty("LATCHKEY_DATABASE_URL")
+        if let explicit {
+            folder = URL(fileURLWithPath: explicit)
+        } else if let home = nonEmpty("LATCHKEY_HOME") {
+            folder = URL(fileURLWithPath: home)
+        } else if let config = nonEmpty("XDG_CONFIG_HOME") {
+            folder = URL(fileURLWithPath: config).appendingPathComponent("latchkey")
+        } else {
+            folder = FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".config/latchkey")
+        }
+        if let keyDescriptor {
+            key = .descriptor(keyDescriptor)
+        } else if let file = keyFile ?? nonEmpty("LATCHKEY_KEY_FILE") {
+            key = .file(file)
+        } else {
+            key = .besideDatabase
+        }
+    }
+
+    /// The SQLite database.
+    package var databasePath: String { folder.appendingPathComponent("credentials.sqlite").path }
+    /// The key file beside it.
+    package var keyFileBesideDatabase: String { databasePath + ".key" }
+    /// The configured providers.
+    package var providersFile: URL { folder.appendingPathComponent("providers.json") }
+    /// The provider list a key rotation left waiting (sealed under the new key).
+    package var pendingProvidersFile: URL { folder.appendingPathComponent("providers.json.next") }
+    /// Where `key move` recorded the key's place.
+    package var keyLocationFile: URL { folder.appendingPathComponent("key-location.json") }
+}

@@ -1,0 +1,171 @@
+import ArgumentParser
+import Foundation
+import HTTPTypes
+import Latchkey
+import LatchkeyCommandLine
+import LatchkeyHTTP
+
+/// `latchkey api URL`: one request with the account's token, as `gh api` sends one.
+struct ApiCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "api", abstract: "Send a request with the account's token and print the answer's body.",
+        discussion: """
+            The token is refreshed when needed. A token bound to the account's key (DPoP) goes with a \
+            proof for this request, and a server's nonce challenge is answered once. An answer that \
+            says the token is not valid refreshes it, once, and the request is sent again. Exits 1 \
+            when the answer's status is not 2xx.
+            """)
+
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "The URL (https; plain http to this machine only).") var url: String
+    @Option(name: [.customShort("X"), .customLong("method")], help: "The method; GET, or POST with a body.")
+    var method: String?
+    @Option(name: [.customShort("H"), .customLong("header")], help: "A header, 'Name: value'; repeatable.")
+    var headers: [String] = []
+    @Option(name: [.customShort("d"), .customLong("data")], help: "The request body.") var data: String?
+    @Option(name: .customLong("input"), help: "Read the request body from this file ('-' for standard input).")
+    var input: String?
+    @Flag(name: [.customShort("i"), .customLong("include")], help: "Print the status line and headers first.")
+    var include = false
+    @Option(
+        help: "An account id, username or email; the default account if left out.", completion: Completions.accounts)
+    var account: String?
+    @Option(help: "Use a token for this resource alone (RFC 8707).") var resource: String?
+    @Option(help: "Use a token for these scopes only (space separated).") var scope: String?
+
+    func validate() throws {
+        guard let target = URL(string: url), target.host != nil, ["http", "https"].contains(target.scheme) else {
+            throw ValidationError("The URL must be an http or https URL: \(url)")
+        }
+        guard EndpointSecurity.isAcceptable(target) else {
+            throw ValidationError("The token would travel in the clear: use https (plain http to this machine only).")
+        }
+        guard data == nil || input == nil else { throw ValidationError("Give the body with -d or --input, not both.") }
+        if let resource, !ResourceToken.isValidResource(resource) {
+            throw ValidationError("--resource must be an absolute URI without a fragment (RFC 8707): \(resource)")
+        }
+        for header in headers where Self.field(header) == nil {
+            throw ValidationError("-H takes 'Name: value': \(header)")
+        }
+    }
+
+    func run() async throws {
+        guard let target = URL(string: url) else { throw CLIError.input("Not a URL: \(url)") }
+        let body = try readBody()
+        let name = method?.uppercased() ?? (body == nil ? "GET" : "POST")
+        guard let method = HTTPRequest.Method(name) else { throw CLIError.input("Not an HTTP method: \(name)") }
+        var request = HTTPRequest(method: method, url: target)
+        for header in headers {
+            if let (field, value) = Self.field(header) {
+                request.headerFields.append(HTTPField(name: field, value: value))
+            }
+        }
+        if body != nil, request.headerFields[.contentType] == nil {
+            request.headerFields[.contentType] = "application/json"
+        }
+        let context = try await global.account(account)
+        let answer: HTTPTransportResponse
+        do {
+            answer = try await context.credential.send(
+                request, body: body, resource: resource.flatMap(URL.init(string:)),
+                scopes: scope.map { $0.split(separator: " ").map(String.init) },
+                through: AsyncHTTPClientTransport.shared)
+        } catch {
+            throw CLIError.provider(error, doing: "The request failed")
+        }
+        print(answer)
+        if !(200..<300).contains(answer.response.status.code) { throw ExitCode(ExitStatus.failed.rawValue) }
+    }
+
+    private func print(_ answer: HTTPTransportResponse) {
+        if global.json {
+            var headers: [String: JSONValue] = [:]
+            for field in answer.response.headerFields { headers[field.name.canonicalName] = .string(field.value) }
+            let body =
+                (try? JSONDecoder().decode(JSONValue.self, from: answer.body))
+                ?? .string(String(decoding: answer.body, as: UTF8.self))
+            Output.json(
+                ["status": .number(Double(answer.response.status.code)), "headers": .object(headers), "body": body]
+                    as [String: JSONValue])
+            return
+        }
+        if include {
+            Output.line("HTTP \(answer.response.status.code) \(answer.response.status.reasonPhrase)")
+            for field in answer.response.headerFields { Output.line("\(field.name.rawName): \(field.value)") }
+            Output.line("")
+        }
+        // The body as it came on a pipe; on a terminal, with control characters escaped.
+        if Output.isTerminal {
+            FileHandle.standardOutput.write(
+                Data(Output.safe(String(decoding: answer.body, as: UTF8.self), keepingLines: true).utf8))
+        } else {
+            FileHandle.standardOutput.write(answer.body)
+        }
+    }
+
+    private func readBody() throws -> Data? {
+        if let data { return Data(data.utf8) }
+        guard let input else { return nil }
+        if input == "-" { return FileHandle.standardInput.readDataToEndOfFile() }
+        guard let contents = FileManager.default.contents(atPath: input) else {
+            throw CLIError.input("The file \(input) cannot be read.")
+        }
+        return contents
+    }
+
+    static func field(_ header: String) -> (HTTPField.Name, String)? {
+        let parts = header.split(separator: ":", maxSplits: 1)
+        guard parts.count == 2, let name = HTTPField.Name(parts[0].trimmingCharacters(in: .whitespaces)) else {
+            return nil
+        }
+        return (name, parts[1].trimmingCharacters(in: .whitespaces))
+    }
+}
+
+/// `latchkey proof METHOD URL`: the headers a request with the account's DPoP-bound token
+/// carries, for scripts that send it with curl.
+struct ProofCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "proof", abstract: "Print the Authorization and DPoP headers of one request, for curl.",
+        discussion: """
+            For an account whose tokens are bound to its key (a provider added with --dpop). It prints \
+            two header lines, which curl reads from a file: `latchkey proof GET URL > headers && curl \
+            -H @headers URL`. A proof is good for one request, that method and URL, for about a \
+            minute. A server that answers with a nonce challenge wants a new proof: run it again (the \
+            nonce is kept). `latchkey api` does all of this itself.
+            """)
+
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "The request's method, e.g. GET.") var method: String
+    @Argument(help: "The request's URL.") var url: String
+    @Option(
+        help: "An account id, username or email; the default account if left out.", completion: Completions.accounts)
+    var account: String?
+    @Option(help: "Use a token for this resource alone (RFC 8707).") var resource: String?
+
+    func run() async throws {
+        guard let target = URL(string: url), target.host != nil, let method = HTTPRequest.Method(method.uppercased())
+        else { throw CLIError.input("Give a method and an http(s) URL: \(method) \(url)") }
+        let context = try await global.account(account)
+        guard context.stored.token.dpop != nil else {
+            throw CLIError.input(
+                "The account's tokens are bearer tokens, not bound to a key: send `Authorization: Bearer $(latchkey token)`. Add the provider with --dpop for bound tokens."
+            )
+        }
+        let request: HTTPRequest
+        do {
+            request = try await context.credential.authorized(
+                HTTPRequest(method: method, url: target), resource: resource.flatMap(URL.init(string:)))
+        } catch {
+            throw CLIError.provider(error, doing: "No proof")
+        }
+        let authorization = request.headerFields[.authorization] ?? ""
+        let proof = request.headerFields.first { $0.name.canonicalName == "dpop" }?.value ?? ""
+        if global.json {
+            Output.json(["authorization": authorization, "dpop": proof])
+        } else {
+            Output.line("Authorization: \(authorization)")
+            Output.line("DPoP: \(proof)")
+        }
+    }
+}

@@ -1,0 +1,178 @@
+import ArgumentParser
+import Foundation
+import Latchkey
+import LatchkeyCommandLine
+import LatchkeyHTTP
+import Synchronization
+
+/// `latchkey login`.
+struct Login: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract:
+            "Sign an account in: with a password from standard input, in the browser, with a device code, or by walking a Ping journey."
+    )
+
+    @OptionGroup var global: GlobalOptions
+    @Option(help: "The provider (may be left out when only one is configured).", completion: Completions.providers)
+    var provider: String?
+    @Option(help: "The username, with --password-stdin.") var username: String?
+    @Flag(name: .customLong("password-stdin"), help: "Read the password from standard input.") var passwordStdin = false
+    @Flag(help: "Sign in through the browser (authorization code with PKCE and a loopback redirect).") var browser =
+        false
+    @Flag(help: "Sign in with a device code shown here and entered on another device.") var device = false
+    @Option(name: .customLong("redirect-port"), help: "The loopback port of the browser redirect (0: any free port).")
+    var redirectPort: Int = 0
+    @Option(help: "Seconds to wait for the browser or the device code.") var timeout: Int = 300
+    @Flag(name: .customLong("make-default"), help: "Make this account the default.") var makeDefault = false
+    @Flag(
+        name: .customLong("no-browser"),
+        help: "With --browser: only print the URL to open (on another machine, say); do not open a browser here.")
+    var noBrowser = false
+
+    func validate() throws {
+        let methods = [passwordStdin, browser, device].filter { $0 }.count
+        guard methods <= 1 else {
+            throw ValidationError("Choose one of --username U --password-stdin, --browser or --device.")
+        }
+        if passwordStdin, username == nil { throw ValidationError("--password-stdin needs --username.") }
+        if username != nil, !passwordStdin { throw ValidationError("--username goes with --password-stdin.") }
+        guard timeout > 0 else { throw ValidationError("--timeout must be positive.") }
+    }
+
+    func run() async throws {
+        let session = try await global.location.openStore()
+        let entry = try await session.home.provider(named: provider)
+        let client = try session.client(named: entry.name)
+        if !(client is PingJourneyProvider), !passwordStdin, !browser, !device {
+            throw CLIError.input("Choose one of --username U --password-stdin, --browser or --device.")
+        }
+        let password = passwordStdin ? try readSecretFromStandardInput("password") : nil
+        await session.retryDueOutbox()
+        let tags = [Home.providerTag: entry.name]
+        let countdown = Countdown()
+        let credential: Credential
+        do {
+            if let ping = client as? PingJourneyProvider {
+                guard !browser, !device else {
+                    throw CLIError.input(
+                        "A Ping journey signs in by walking its pages; --browser and --device are not for it.")
+                }
+                let prompts = JourneyPrompts(
+                    username: username, password: password, interactive: JourneyPrompts.standardInputIsTerminal)
+                credential = try await ping.signIn(
+                    try await walk(ping, prompts), into: session.store, tags: tags, makeDefault: makeDefault)
+            } else if let cognito = client as? CognitoProvider {
+                guard let username, let password else {
+                    throw CLIError.input("Cognito accounts sign in with --username and --password-stdin.")
+                }
+                credential = try await cognito.signIn(
+                    username: username, password: password, into: session.store, tags: tags, makeDefault: makeDefault)
+            } else if let openID = client as? OpenIDProvider {
+                credential = try await openID.signIn(
+                    method(password: password, countdown: countdown), into: session.store, tags: tags,
+                    makeDefault: makeDefault)
+            } else {
+                throw CLIError.input("This provider cannot sign in accounts.")
+            }
+        } catch let error as ProviderError {
+            await countdown.stop()
+            Output.endProgress()
+            if error.code == .storage {
+                throw CLIError.failed("The credential could not be stored: \(error)")
+            }
+            if let refusal = error.underlying as? PingError, error.endpoint == .journey {
+                throw CLIError.failed(
+                    "Sign-in failed: \(refusal.message ?? refusal.reason ?? "AM refused it") (AM answered \(refusal.code))."
+                )
+            }
+            if error.code == .unsupported, passwordStdin, error.endpoint == .token {
+                throw CLIError.input(
+                    "The provider \(entry.name) does not allow the password grant (RFC 9700 §2.4 says it must not be used). Sign in with --browser or --device; for scripts and tests, add the provider with --allow-password-grant."
+                )
+            }
+            throw CLIError.provider(error, doing: "Sign-in failed")
+        }
+        await countdown.stop()
+        Output.endProgress()
+        let stored: StoredCredential
+        do {
+            stored = try await credential.stored()
+        } catch {
+            throw CLIError.failed("The credential could not be read back: \(error)")
+        }
+        let isDefault = try await session.defaultAccountID() == stored.id
+        let name = stored.metadata.displayName ?? stored.id.rawValue
+        Output.report(
+            global, "Signed in as \(name) (account \(stored.id))\(isDefault ? ", the default account" : "").",
+            ["id": .string(stored.id.rawValue), "account": .string(name), "isDefault": .bool(isDefault)])
+    }
+
+    /// Walks the provider's journey to its end, answering each page with `prompts`.
+    private func walk(_ ping: PingJourneyProvider, _ prompts: JourneyPrompts) async throws -> JourneySession {
+        var step = try await ping.startJourney()
+        for _ in 0..<100 {
+            switch step {
+            case .success(let session):
+                return session
+            case .page(var page):
+                if let wait = try prompts.answer(&page) { try await Task.sleep(for: wait) }
+                step = try await ping.next(page)
+            }
+        }
+        throw CLIError.failed("The journey did not end after 100 pages; nothing was signed in.")
+    }
+
+    private func method(password: String?, countdown: Countdown) -> SignInMethod {
+        let deadline = Date().addingTimeInterval(TimeInterval(timeout))
+        if let username, let password { return .password(username: username, password: password) }
+        if browser {
+            return .browser(
+                listener: NIOLoopbackRedirectListener(port: redirectPort), timeout: .seconds(timeout),
+                open: { [noBrowser] url in
+                    // The URL goes to standard error, so standard output stays for the result. It
+                    // is printed even when a browser opens, as `gh auth login --web` does.
+                    Output.note("Open this URL to sign in:")
+                    Output.note(url.absoluteString)
+                    if !noBrowser, let opener = SystemBrowser.open(url) { Output.note("(opened with \(opener))") }
+                    countdown.start(until: deadline, "Waiting for the browser")
+                })
+        }
+        return .deviceCode(prompt: { authorization in
+            let uri = authorization.verificationURIComplete ?? authorization.verificationURI
+            // The code and the URLs are the provider's text: escaped, one line each.
+            Output.note("Enter the code \(authorization.userCode) at \(authorization.verificationURI.absoluteString)")
+            Output.note("(or open \(uri.absoluteString))")
+            countdown.start(until: authorization.expiresAt, "Waiting for the device code")
+        })
+    }
+}
+
+/// A countdown on a terminal while the user signs in elsewhere (nothing on a pipe): a task that
+/// is cancelled as soon as the sign-in ends, whichever way.
+final class Countdown: Sendable {
+    private let task = Mutex<Task<Void, Never>?>(nil)
+
+    func start(until deadline: Date, _ text: String) {
+        guard Output.errorIsTerminal else { return }
+        let ticking = Task {
+            while !Task.isCancelled {
+                let remaining = deadline.timeIntervalSinceNow.rounded(.down)
+                let left = remaining.isFinite ? Int(min(max(remaining, -1), 99 * 3_600)) : -1
+                guard left >= 0 else { return }
+                Output.progress("\(text)… \(left / 60):\(String(format: "%02d", left % 60)) left")
+                try? await Task.sleep(for: .seconds(1))
+            }
+        }
+        task.withLock { $0 = ticking }
+    }
+
+    /// Stops the countdown and waits until it has stopped writing.
+    func stop() async {
+        let ticking = task.withLock { current -> Task<Void, Never>? in
+            defer { current = nil }
+            return current
+        }
+        ticking?.cancel()
+        await ticking?.value
+    }
+}

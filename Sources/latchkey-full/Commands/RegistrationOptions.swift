@@ -1,0 +1,73 @@
+import ArgumentParser
+import Foundation
+import Latchkey
+import LatchkeyCommandLine
+import LatchkeyHTTP
+
+/// `provider add --register`: a new client at the provider (RFC 7591 dynamic client
+/// registration) instead of one named with `--client-id`.
+struct RegistrationOptions: ParsableArguments {
+    @Flag(
+        help:
+            "Register a new client with the provider (RFC 7591 dynamic client registration) instead of naming one with --client-id; the provider must advertise a registration_endpoint."
+    )
+    var register = false
+    @Option(name: .customLong("client-name"), help: "With --register: the name the provider shows for the client.")
+    var clientName: String?
+    @Flag(
+        help:
+            "With --register: a confidential client, whose secret the provider issues and the store keeps sealed (default: a public client, as RFC 8252 advises for programs on a user's machine)."
+    )
+    var confidential = false
+    @Flag(
+        name: .customLong("initial-access-token-stdin"),
+        help:
+            "With --register: read the initial access token a provider may require (RFC 7591 §3.1) from standard input."
+    )
+    var initialAccessTokenStdin = false
+
+    func validate(clientID: String?, openID: Bool, secretStdin: Bool) throws {
+        guard register else {
+            guard clientName == nil, !confidential, !initialAccessTokenStdin else {
+                throw ValidationError(
+                    "--client-name, --confidential and --initial-access-token-stdin go with --register.")
+            }
+            guard clientID != nil else {
+                throw ValidationError(
+                    "--client-id is needed (or, for an OpenID provider, --register for a new client).")
+            }
+            return
+        }
+        guard openID else { throw ValidationError("--register is for OpenID providers (--issuer).") }
+        guard clientID == nil else { throw ValidationError("Choose --client-id or --register, not both.") }
+        guard !secretStdin else {
+            throw ValidationError(
+                "With --register the provider issues the client secret: leave out --client-secret-stdin.")
+        }
+    }
+
+    /// Registers the client at `issuer` and returns it, or says why the provider would not.
+    func register(issuer: String, redirectURI: String?, scope: String?, passwordGrant: Bool) async throws
+        -> RegisteredClient
+    {
+        guard let issuerURL = URL(string: issuer) else { throw CLIError.input("--issuer must be a URL.") }
+        let token = initialAccessTokenStdin ? try readSecretFromStandardInput("initial access token") : nil
+        let redirect = URL(string: redirectURI ?? "") ?? PingJourneyConfiguration.defaultRedirectURI
+        let hostname = ProcessInfo.processInfo.hostName
+        let request = ClientRegistrationRequest(
+            clientName: clientName ?? "latchkey on \(hostname)", redirectURIs: [redirect],
+            grantTypes: ["authorization_code", "refresh_token"] + (passwordGrant ? ["password"] : []),
+            scopes: scope.map { $0.split(separator: " ").map(String.init) },
+            authenticationMethod: confidential ? "client_secret_basic" : "none")
+        do {
+            return try await OpenIDProvider.register(
+                request, issuer: issuerURL, initialAccessToken: token, transport: AsyncHTTPClientTransport.shared)
+        } catch  where error.code == .missingEndpoint && error.endpoint == .registration {
+            throw CLIError.input(
+                "\(issuer) does not offer client registration (its metadata has no registration_endpoint): register a client there and pass --client-id."
+            )
+        } catch {
+            throw CLIError.provider(error, doing: "Registering a client")
+        }
+    }
+}

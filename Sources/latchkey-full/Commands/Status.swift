@@ -1,0 +1,136 @@
+import ArgumentParser
+import Foundation
+import Latchkey
+import LatchkeyCommandLine
+
+/// `latchkey status [--check]`: every account's state at a glance, as `gh auth status` shows it.
+struct Status: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show each account's tokens, whether it must sign in again, and what the outbox holds.",
+        discussion: """
+            Reads the store only: no network call unless --check asks the provider (userinfo, and \
+            the SSO session for Ping journey accounts). Exits 4 when an account must sign in again.
+            """)
+    @OptionGroup var global: GlobalOptions
+    @Flag(help: "Ask the provider whether each account's tokens still work (userinfo; the session for journeys).")
+    var check = false
+
+    struct Row: Encodable {
+        var id: String
+        var provider: String?
+        var username: String?
+        var email: String?
+        var isDefault: Bool
+        var accessTokenValid: Bool
+        var accessTokenExpiresAt: Date?
+        var hasRefreshToken: Bool
+        var needsSignIn: Bool
+        /// What --check found: `ok`, `sign-in-required`, or why it could not tell.
+        var checked: String?
+        var queuedRevocations: Int
+    }
+
+    struct Report: Encodable {
+        var accounts: [Row]
+        var outbox: OutboxState
+    }
+
+    struct OutboxState: Encodable {
+        var entries: Int
+        var failedPermanently: Int
+        var oldest: Date?
+        var nextAttempt: Date?
+    }
+
+    func run() async throws {
+        let session = try await global.location.openStore()
+        let accounts: [AccountSummary]
+        let entries: [OutboxEntry]
+        do {
+            accounts = try await session.store.accounts()
+            entries = try await session.store.outboxEntries()
+        } catch {
+            throw CLIError.failed("The credential store cannot be read: \(error)")
+        }
+        let current = try await session.defaultAccountIDForListing()
+        let now = Date()
+        var rows: [Row] = []
+        for account in accounts {
+            let name = account.metadata.displayName
+            var row = Row(
+                id: account.id.rawValue, provider: session.providerName(of: account),
+                username: account.metadata.preferredUsername, email: account.metadata.email,
+                isDefault: account.id == current,
+                accessTokenValid: account.hasAccessToken && (account.accessTokenExpiresAt.map { $0 > now } ?? true),
+                accessTokenExpiresAt: account.accessTokenExpiresAt, hasRefreshToken: account.hasRefreshToken,
+                needsSignIn: account.needsSignIn,
+                queuedRevocations: entries.filter { $0.account != nil && $0.account == name }.count)
+            if check { row.checked = await Self.check(account, in: session, row: &row) }
+            rows.append(row)
+        }
+        let outbox = OutboxState(
+            entries: entries.count, failedPermanently: entries.filter(\.failedPermanently).count,
+            oldest: entries.map(\.createdAt).min(),
+            nextAttempt: entries.filter { !$0.failedPermanently }.map(\.nextAttemptAt).min())
+        if global.json {
+            Output.json(Report(accounts: rows, outbox: outbox))
+        } else {
+            render(rows, outbox)
+        }
+        if rows.contains(where: \.needsSignIn) { throw ExitCode(ExitStatus.signInRequired.rawValue) }
+    }
+
+    /// Asks the provider about `account`: its user info with a fresh access token, and for a
+    /// journey account its SSO session too.
+    private static func check(_ account: AccountSummary, in session: Session, row: inout Row) async -> String {
+        do {
+            guard let stored = try await session.store.credential(for: account.id) else { return "gone" }
+            let credential = try await session.credential(stored)
+            if let ping = credential.provider as? PingJourneyProvider, let sessionToken = stored.token.sessionToken {
+                guard try await ping.validateSession(sessionToken).isValid else {
+                    row.needsSignIn = true
+                    return "sign-in-required"
+                }
+            }
+            _ = try await credential.userInfo()
+            let refreshed = try await credential.token
+            row.accessTokenValid = true
+            row.accessTokenExpiresAt = refreshed.expiresAt
+            return "ok"
+        } catch let error as ProviderError where error.requiresSignIn {
+            row.needsSignIn = true
+            return "sign-in-required"
+        } catch {
+            return "unknown: \(error)"
+        }
+    }
+
+    private func render(_ rows: [Row], _ outbox: OutboxState) {
+        if rows.isEmpty { Output.line("No accounts. Sign in with `latchkey login`.") }
+        for row in rows {
+            let name = row.username ?? row.email ?? row.id
+            Output.line("\(row.isDefault ? "*" : " ") \(name) (\(row.provider ?? "unknown provider"), \(row.id))")
+            let expiry = row.accessTokenExpiresAt.map { $0.formatted(.iso8601) }
+            if row.accessTokenValid {
+                Output.line("    access token: valid\(expiry.map { " until \($0)" } ?? "")")
+            } else {
+                Output.line("    access token: \(expiry.map { "expired at \($0)" } ?? "none")")
+            }
+            Output.line("    refresh token: \(row.hasRefreshToken ? "held" : "none")")
+            if row.needsSignIn {
+                Output.line(mark: false, "must sign in again: `latchkey login`")
+            } else if let checked = row.checked {
+                Output.line(mark: checked == "ok", "provider check: \(checked)")
+            }
+            if row.queuedRevocations > 0 { Output.line("    queued revocations: \(row.queuedRevocations)") }
+        }
+        if outbox.entries > 0 {
+            var line = "Outbox: \(outbox.entries) revocation(s) waiting"
+            if outbox.failedPermanently > 0 { line += ", \(outbox.failedPermanently) failed for good" }
+            if let next = outbox.nextAttempt { line += "; next attempt \(next.formatted(.iso8601))" }
+            Output.line(line + " (`latchkey outbox list`).")
+        } else {
+            Output.line("Outbox: empty.")
+        }
+    }
+}

@@ -1,0 +1,242 @@
+import ArgumentParser
+import Foundation
+import Latchkey
+import LatchkeyCommandLine
+
+/// `latchkey token [ACCOUNT]`: the raw access token, refreshed if needed (like `gh auth token`
+/// and `oidc-token`), or the ID token, as a line, JSON or shell `export` lines.
+struct TokenCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "token", abstract: "Print the account's access token (refreshed if needed) on standard output.")
+    @OptionGroup var global: GlobalOptions
+    @Argument(
+        help: "An account id, username or email; the default account if left out.", completion: Completions.accounts)
+    var account: String?
+    @Option(help: "A token for this resource alone (RFC 8707): an absolute URI, its audience.") var resource: String?
+    @Option(help: "A token for these scopes only (space separated), fewer than the account's.") var scope: String?
+    @Option(
+        name: .customLong("min-validity"),
+        help:
+            "Refresh first unless the token stays valid this long (seconds, or 90s, 5m, 1h). Without it: 60 s, or half the lifetime of a token that lives less than two minutes."
+    )
+    var minValidity: TokenValidity?
+    @Flag(help: "Refresh now, whatever the token's expiry (one refresh for every process at once).") var force = false
+    @Flag(name: .customLong("id-token"), help: "The ID token instead (refreshed when needed).") var idToken = false
+    @Option(help: "token (the token alone), json (with its type, expiry, issuer, scope and account), or export.")
+    var format: TokenFormat?
+
+    func validate() throws {
+        if let resource, !ResourceToken.isValidResource(resource) {
+            throw ValidationError("--resource must be an absolute URI without a fragment (RFC 8707): \(resource)")
+        }
+        if idToken, resource != nil || scope != nil {
+            throw ValidationError("--id-token cannot be narrowed with --resource or --scope.")
+        }
+        if force, resource != nil || scope != nil {
+            throw ValidationError("--force refreshes the account's own tokens; leave out --resource and --scope.")
+        }
+        if global.json, let format, format != .json {
+            throw ValidationError("--json and --format \(format.rawValue) ask for two formats; give one.")
+        }
+    }
+
+    func run() async throws {
+        let resource = resource.flatMap(URL.init(string:))
+        let scopes = scope.map { $0.split(separator: " ").map(String.init) }
+        let validity = minValidity?.seconds ?? 60
+        // Only go to the network (and retry the outbox) when the token must be refreshed.
+        let key = ResourceToken.key(resource: resource?.absoluteString, scopes: scopes)
+        let context = try await global.account(account) { stored in
+            if force { return true }
+            if idToken { return stored.token.idTokenExpiresAt.map { $0.timeIntervalSinceNow < validity } ?? true }
+            guard resource != nil || scopes != nil else {
+                return stored.token.accessToken == nil || stored.token.expires(within: validity)
+            }
+            return stored.token.resourceTokens[key]?.isValid(for: validity, at: Date()) != true
+        }
+        let credential = context.credential
+        let token: String
+        do {
+            if force { try await credential.refresh(replacing: context.stored.token.accessToken) }
+            if idToken {
+                token = try await credential.idToken(minimumValidity: validity)
+            } else if resource != nil || scopes != nil {
+                token = try await credential.accessToken(for: resource, scopes: scopes, minimumValidity: validity)
+            } else if let minValidity {
+                // Asked for explicitly: exactly that long.
+                token = try await credential.accessToken(validFor: minValidity.seconds)
+            } else {
+                token = try await credential.accessToken()
+            }
+        } catch {
+            throw CLIError.provider(error, doing: idToken ? "No ID token" : "No access token")
+        }
+        let stored = try await credential.token
+        let description = TokenDescription(
+            token: token, idToken: idToken, stored: stored, resource: resource, key: key,
+            account: context.stored.metadata.displayName ?? context.stored.id.rawValue)
+        switch format ?? (global.json ? .json : .token) {
+        case .token: Output.line(token)
+        case .json: Output.json(description.fields)
+        case .export: for line in description.exportLines { Output.line(line) }
+        }
+        if !idToken, stored.dpop != nil, Output.errorIsTerminal {
+            Output.note(
+                "This token is bound to the account's key (DPoP): a request needs a proof with it. Use `latchkey api URL`, or `latchkey proof METHOD URL` for curl."
+            )
+        }
+    }
+}
+
+/// `latchkey refresh [ACCOUNT]`.
+struct Refresh: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Refresh the account's tokens now.")
+    @OptionGroup var global: GlobalOptions
+    @Argument(
+        help: "An account id, username or email; the default account if left out.", completion: Completions.accounts)
+    var account: String?
+
+    func run() async throws {
+        let context = try await global.account(account)
+        let stored = context.stored
+        let token: Token
+        do {
+            token = try await context.credential.refresh()
+        } catch {
+            throw CLIError.provider(error, doing: "Refresh failed")
+        }
+        let expiry = token.expiresAt.map { $0.formatted(.iso8601) } ?? "unknown"
+        var fields: [String: JSONValue] = ["id": .string(stored.id.rawValue)]
+        if let expiresAt = token.expiresAt { fields["accessTokenExpiresAt"] = .string(expiresAt.formatted(.iso8601)) }
+        Output.report(
+            global,
+            "Refreshed \(stored.metadata.displayName ?? stored.id.rawValue); the access token expires at \(expiry).",
+            fields)
+    }
+}
+
+/// `latchkey userinfo [ACCOUNT]`.
+struct UserInfo: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "userinfo", abstract: "Show the account's claims from the provider.")
+    @OptionGroup var global: GlobalOptions
+    @Argument(
+        help: "An account id, username or email; the default account if left out.", completion: Completions.accounts)
+    var account: String?
+
+    func run() async throws {
+        let credential = try await global.account(account).credential
+        let claims: [String: JSONValue]
+        do {
+            claims = try await credential.userInfo()
+        } catch {
+            throw CLIError.provider(error, doing: "Userinfo failed")
+        }
+        if global.json {
+            Output.json(claims)
+            return
+        }
+        for key in claims.keys.sorted() {
+            let value: String
+            switch claims[key] {
+            case .string(let text)?: value = text
+            case .number(let number)?: value = CLINumbers.text(number)
+            case .bool(let flag)?: value = String(flag)
+            default: value = "…"
+            }
+            Output.line("\(key): \(value)")
+        }
+    }
+}
+
+/// `latchkey revoke [ACCOUNT] [--type …]`.
+struct Revoke: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Revoke the account's tokens at the provider (RFC 7009); revoked tokens leave this device.")
+    @OptionGroup var global: GlobalOptions
+    @Argument(
+        help: "An account id, username or email; the default account if left out.", completion: Completions.accounts)
+    var account: String?
+    @Option(name: .customLong("type"), help: "Which tokens.") var type: RevocationScope = .all
+
+    func run() async throws {
+        let context = try await global.account(account)
+        let result = await context.credential.revoke(type)
+        // A Ping journey's session is not revoked: only signing out ends it.
+        let keepsSession = !result.removedFromStore && context.stored.token.sessionToken != nil
+        let outcomes = result.outcomes.sorted { $0.key.rawValue < $1.key.rawValue }
+        if global.json {
+            var fields: [String: JSONValue] = ["removedFromStore": .bool(result.removedFromStore)]
+            if keepsSession { fields["sessionKept"] = .bool(true) }
+            fields["outcomes"] = .object(
+                Dictionary(
+                    uniqueKeysWithValues: outcomes.map { kind, outcome in
+                        switch outcome {
+                        case .revoked: (kind.rawValue, JSONValue.string("revoked"))
+                        case .notPresent: (kind.rawValue, .string("not-present"))
+                        case .endsWithRefreshToken: (kind.rawValue, .string("ends-with-refresh-token"))
+                        case .failed(let error): (kind.rawValue, .string("failed: \(error)"))
+                        }
+                    }))
+            Output.report(global, result.succeeded ? "Revoked." : "Some revocations failed.", fields)
+        } else {
+            for (kind, outcome) in outcomes {
+                switch outcome {
+                case .revoked: Output.line(mark: true, "\(kind) revoked")
+                case .notPresent: Output.line("- \(kind): none")
+                case .endsWithRefreshToken:
+                    Output.line("- \(kind): not revoked on its own; the provider revokes it with the refresh token")
+                case .failed(let error): Output.line(mark: false, "\(kind): \(error)")
+                }
+            }
+            if result.removedFromStore {
+                Output.line("Nothing usable was left: the account was removed from this device.")
+            }
+            if keepsSession {
+                Output.line(
+                    "The session stays: `latchkey token` mints new tokens through it; `latchkey signout` ends it.")
+            }
+        }
+        if !result.succeeded { throw ExitCode(ExitStatus.failed.rawValue) }
+    }
+}
+
+/// `latchkey remove [ACCOUNT]`: local only.
+struct Remove: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Remove the account from this device only; its tokens stay valid on the server until they expire.")
+    @OptionGroup var global: GlobalOptions
+    @Argument(
+        help: "An account id, username or email; the default account if left out.", completion: Completions.accounts)
+    var account: String?
+
+    func run() async throws {
+        let session = try await global.location.openStore()
+        // A damaged account cannot be read, but can be removed on purpose by its id.
+        let damaged = try await session.reading { () async throws(StorageError) in
+            try await session.store.damagedRecords()
+        }
+        if let account, damaged.contains(where: { $0.kind == .credential && $0.id == account }) {
+            do {
+                try await session.store.remove(CredentialID(rawValue: account))
+            } catch {
+                throw CLIError.failed("The damaged account could not be removed: \(error)")
+            }
+            Output.report(
+                global,
+                "Removed the damaged account \(account) from this device. Its tokens could not be read, so they were not revoked.",
+                ["id": .string(account)])
+            return
+        }
+        let stored = try await session.account(account)
+        do {
+            try await session.store.remove(stored.id)
+        } catch {
+            throw CLIError.failed("The account could not be removed: \(error)")
+        }
+        Output.report(
+            global,
+            "Removed \(stored.metadata.displayName ?? stored.id.rawValue) from this device. Its tokens stay valid on the server until they expire; use `latchkey signout` or `latchkey revoke` to end them.",
+            ["id": .string(stored.id.rawValue), "tokensStillValidOnServer": .bool(true)])
+    }
+}

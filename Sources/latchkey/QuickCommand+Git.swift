@@ -1,0 +1,79 @@
+import LatchkeyCommandLine
+import LatchkeyRecords
+import LatchkeySQLiteReader
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+extension QuickCommand {
+    /// `latchkey credential git get|store|erase`, as `CredentialCommand.Git` answers it. What it
+    /// read of git's request goes to the full tool with the rest of the command.
+    func git(_ operation: String, _ environment: [String: String]) -> QuickOutcome {
+        let bytes: [UInt8]
+        do {
+            bytes = try GitCredentialRequest.readBytes()
+        } catch {
+            // The request is longer than git ever sends: said as the full tool says it.
+            writeAll(STDERR_FILENO, Array("latchkey: \(TerminalText.safe(error.description))\n".utf8))
+            exit(error.status.rawValue)
+        }
+        let request = GitCredentialRequest.parse(bytes)
+        guard operation != "store", let host = request.host, ["http", "https"].contains(request.protocol) else {
+            return .answered
+        }
+        guard operation == "get", let store = QuickStore(home: home, keyFile: keyFile, environment: environment),
+            let providers = store.providers()
+        else { return .handOver(input: bytes) }
+        guard let entry = providers.first(where: { $0.gitHosts?.contains(host) == true }) else {
+            // No provider names the host: no answer, and git asks its other helpers.
+            return (try? store.reader.read { _ throws(SQLiteStoreReader.Unread) in }) != nil
+                ? .answered : .handOver(input: bytes)
+        }
+        // Plain http to another machine is refused with a message: the full tool's.
+        if request.protocol == "http", !EndpointSecurity.isLoopback(host: request.hostName), entry.gitAllowsHTTP != true
+        {
+            return .handOver(input: bytes)
+        }
+        guard
+            let stored = try? store.reader.read({ snapshot throws(SQLiteStoreReader.Unread) in
+                try Self.gitAccount(of: entry, in: snapshot)
+            }) ?? nil,
+            stored.token.dpop == nil, store.hasProvider(for: stored, in: providers),
+            let token = stored.token.accessToken,
+            !stored.needsRefresh(minimumValidity: Self.defaultValidity, at: Date()),
+            let answer = GitCredentialRequest.answer(
+                for: stored.metadata, password: token, expiry: stored.token.expiresAt)
+        else { return .handOver(input: bytes) }
+        Self.write(answer)
+        return .answered
+    }
+
+    /// The account that answers for `entry`'s hosts: the default account when it is one of the
+    /// provider's, else the provider's only account; `nil` when neither is (the full tool says
+    /// which), or an account's provider is not in its tags (the full tool matches by issuer).
+    private static func gitAccount(of entry: ProviderEntry, in snapshot: SQLiteStoreReader.Snapshot)
+        throws(SQLiteStoreReader.Unread) -> StoredCredential?
+    {
+        let all = try snapshot.accounts()
+        let names = all.map { ProviderEntry.name(taggedOn: $0.metadata.tags) }
+        guard !names.contains(nil) else { return nil }
+        let accounts = zip(all, names).filter { $0.1 == entry.name }.map(\.0)
+        let chosen: AccountSummary
+        if let current = try snapshot.defaultCredentialID(), let account = accounts.first(where: { $0.id == current }) {
+            chosen = account
+        } else if accounts.count == 1, let only = accounts.first {
+            chosen = only
+        } else {
+            return nil
+        }
+        return try snapshot.credential(chosen.id)
+    }
+}

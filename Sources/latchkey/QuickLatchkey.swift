@@ -1,0 +1,49 @@
+import LatchkeyCommandLine
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// `latchkey`: answers the commands that programs call many times a minute — `token`,
+/// `credential git get`, `credential kubectl` — straight from the SQLite store when the token
+/// they need is valid, and hands everything else to `latchkey-full` (``Handover``), which does
+/// what this does not: refreshes, PostgreSQL stores, keys in a keyring, every error message.
+///
+/// It decides nothing of its own: what it reads is read by the store's rules
+/// (`SQLiteStoreReader`), a token is valid by the library's own rule
+/// (`StoredCredential.needsRefresh`), and what it prints is written by the code the full tool
+/// prints with (`LatchkeyCommandLine`). When in doubt, it hands over.
+@main
+enum QuickLatchkey {
+    static func main() {
+        // A core file would hold decrypted tokens and the store's key.
+        var noCore = rlimit(rlim_cur: 0, rlim_max: 0)
+        #if canImport(Glibc)
+            _ = setrlimit(Int32(RLIMIT_CORE.rawValue), &noCore)
+        #else
+            _ = setrlimit(RLIMIT_CORE, &noCore)
+        #endif
+        let arguments = CommandLine.arguments
+        let environment = ProcessInfo.processInfo.environment
+        var input: [UInt8]? = nil
+        // Diagnostics are the full tool's: it logs what it does.
+        if environment["LATCHKEY_LOG"].map(\.isEmpty) ?? true,
+            let command = QuickCommand(arguments: Array(arguments.dropFirst()))
+        {
+            switch command.answer(environment: environment) {
+            case .answered:
+                exit(0)
+            case .handOver(let consumed):
+                input = consumed
+            }
+        }
+        Handover.run(arguments, input: input)
+    }
+}
