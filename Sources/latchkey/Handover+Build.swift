@@ -51,14 +51,39 @@ extension Handover {
         }
     }
 
-    /// Whether `latchkey-full` is missing, or a source of the package changed after it was
-    /// built and after the last check.
+    /// Whether `latchkey-full` is missing, or a source it is built from changed after it was
+    /// built and after the last check: the manifest, the resolved versions, or a file of a
+    /// target whose objects its link list names (a change to another target, this one's or a
+    /// test's, leaves it as it is).
     private static func isStale(_ path: String, stamp: String, root: String) -> Bool {
-        guard let built = modificationTime(path) else { return true }
+        guard let built = modificationTime(path), let targets = linkedTargets(of: path, root: root) else { return true }
         let checked = max(built, modificationTime(stamp) ?? 0)
         return (modificationTime(root + "/Package.swift") ?? 0) > checked
             || (modificationTime(root + "/Package.resolved") ?? 0) > checked
-            || hasFile(in: root + "/Sources", newerThan: checked)
+            || targets.contains { hasFile(in: $0, newerThan: checked) }
+    }
+
+    /// The source folders of this package's targets that `latchkey-full` was linked from: its
+    /// link list names each module's build folder (`NAME.build`), and `Sources/NAME` (or the
+    /// target's name, with `-` for the module's `_`) is the package's own. `nil` when there is
+    /// no link list (never built).
+    private static func linkedTargets(of path: String, root: String) -> [String]? {
+        guard let list = fopen(path + ".product/Objects.LinkFileList", "r") else { return nil }
+        defer { fclose(list) }
+        var modules: Set<String> = []
+        var line: UnsafeMutablePointer<CChar>?
+        var capacity = 0
+        defer { free(line) }
+        while getline(&line, &capacity, list) > 0, let line {
+            // `…/debug/NAME.build/FILE.o`: the object's folder names its module.
+            let components = String(cString: line).split(separator: "/")
+            if components.count >= 2, components[components.count - 2].hasSuffix(".build") {
+                modules.insert(String(components[components.count - 2].dropLast(".build".count)))
+            }
+        }
+        return modules.flatMap { module in
+            [module, module.replacing("_", with: "-")].map { root + "/Sources/" + $0 }
+        }.filter { modificationTime($0) != nil }
     }
 
     /// Runs `command` (found on `PATH`) with its standard output on standard error (this
