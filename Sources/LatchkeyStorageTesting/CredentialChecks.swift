@@ -120,6 +120,33 @@ enum CredentialChecks {
         #expect(try await storage.all().isEmpty)
         #expect(try await storage.defaultCredentialID() == nil)
     }
+
+    /// A storage that keeps what providers publish keeps each document under its key, with the
+    /// dates it was given, and replaces it; one that does not is not asked to.
+    static func providerDocuments(_ storage: Storage) async throws {
+        guard let documents = storage as? any ProviderDocumentStorage else { return }
+        let jwks = "jwks https://a.example/jwks"
+        let discovery = "discovery https://a.example/.well-known/openid-configuration"
+        #expect(try await documents.providerDocument(for: jwks) == nil)
+        let fetched = Date(timeIntervalSince1970: 1_800_000_000)
+        let first = ProviderDocument(
+            body: Data(#"{"keys":[]}"#.utf8), fetchedAt: fetched, expiresAt: fetched.addingTimeInterval(3_600))
+        let metadata = ProviderDocument(
+            body: Data(#"{"issuer":"https://a.example"}"#.utf8), fetchedAt: fetched,
+            expiresAt: fetched.addingTimeInterval(86_400))
+        try await documents.setProviderDocument(first, for: jwks)
+        try await documents.setProviderDocument(metadata, for: discovery)
+        #expect(try await documents.providerDocument(for: jwks) == first)
+        #expect(try await documents.providerDocument(for: discovery) == metadata)
+        let second = ProviderDocument(
+            body: Data(#"{"keys":[{"kty":"EC"}]}"#.utf8), fetchedAt: fetched.addingTimeInterval(60),
+            expiresAt: fetched.addingTimeInterval(3_660))
+        try await documents.setProviderDocument(second, for: jwks)
+        #expect(try await documents.providerDocument(for: jwks) == second)
+        #expect(try await documents.providerDocument(for: discovery) == metadata)
+        #expect(try await storage.all().isEmpty)
+        #expect(try await storage.defaultCredentialID() == nil)
+    }
 }
 
 /// The checks of `OutboxStorage`.

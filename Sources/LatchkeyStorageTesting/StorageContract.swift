@@ -65,6 +65,9 @@ public enum StorageContract {
         Check(
             name: "DPoP nonces are kept per server, replaced, and beside no credential",
             body: CredentialChecks.dpopNonces),
+        Check(
+            name: "provider documents are kept per key with their dates, replaced, and beside no credential",
+            body: CredentialChecks.providerDocuments),
     ]
 
     /// The checks of the credential lease: each rule of `LeaseTerms`, with a clock the checks

@@ -16,13 +16,13 @@ struct JWKSCacheTests {
 
     func cache(_ counter: Counter, clock: TestClock) -> JWKSCache {
         JWKSCache(clock: clock, timeToLive: .seconds(3_600), minimumRefetchInterval: .seconds(60)) {
-            () async throws(ProviderError) -> JWKS in
+            _ async throws(ProviderError) -> JWKSCache.Fetched in
             counter.fetches.withLock { $0 += 1 }
             if counter.failing.withLock({ $0 }) {
                 throw ProviderError(.httpStatus, endpoint: .jwks, reason: "down", status: 503)
             }
             try? await Task.sleep(for: .milliseconds(20))
-            return Self.set
+            return JWKSCache.Fetched(set: Self.set, fetchedAt: clock.date, expiresAt: .distantFuture)
         }
     }
 

@@ -160,9 +160,11 @@ public actor CredentialStore {
         shareDPoPNonces(with: provider)
     }
 
-    /// Lets `provider` share its DPoP nonces with every process sharing this store.
+    /// Lets `provider` share its DPoP nonces, and what it published (metadata, key set), with
+    /// every process sharing this store.
     private nonisolated func shareDPoPNonces(with provider: any IdentityProvider) {
         (provider as? OpenIDProvider)?.dpopNonces.share(through: storage as? any DPoPNonceStorage)
+        provider.publishedDocuments?.share(through: storage as? any ProviderDocumentStorage)
     }
 
     /// Shares `provider`'s DPoP nonces, and writes to the store those it learned before (at a

@@ -16,7 +16,8 @@ struct IDTokenChecks: Sendable {
     /// the provider's clock.
     init(
         clientID: String, algorithms: Set<JWSAlgorithm>, leeway: TimeInterval, logger: Logger,
-        clock: any LatchkeyClock, fetch: @escaping @Sendable () async throws(ProviderError) -> JWKS
+        clock: any LatchkeyClock,
+        fetch: @escaping @Sendable (_ newerThan: Date?) async throws(ProviderError) -> JWKSCache.Fetched
     ) {
         self.clientID = clientID
         self.algorithms = algorithms

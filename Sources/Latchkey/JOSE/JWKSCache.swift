@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 package import JWTKit
 
 /// A provider's key set, fetched once for many callers and kept for a while: the one key-set
@@ -13,19 +13,34 @@ package import JWTKit
 ///
 /// Time is the provider's clock, so tests move time instead of waiting.
 package actor JWKSCache {
-    private let fetch: @Sendable () async throws(ProviderError) -> JWKS
+    /// A key set as fetched (or as the store kept it): when, and until when it may be used.
+    package struct Fetched: Sendable {
+        package var set: JWKS
+        package var fetchedAt: Date
+        package var expiresAt: Date
+
+        package init(set: JWKS, fetchedAt: Date, expiresAt: Date) {
+            self.set = set
+            self.fetchedAt = fetchedAt
+            self.expiresAt = expiresAt
+        }
+    }
+
+    /// Gets a key set fetched after the date given, when one is (a copy kept in the store by
+    /// another process that fetched since), else any fresh one.
+    private let fetch: @Sendable (_ newerThan: Date?) async throws(ProviderError) -> Fetched
     private let clock: any LatchkeyClock
     private let timeToLive: TimeInterval
     private let minimumRefetchInterval: TimeInterval
-    private var cached: (set: JWKS, fetchedAt: Date)?
+    private var cached: Fetched?
     private var lastRefetch: Date?
-    private let flight = SingleFlight<JWKS, ProviderError>()
+    private let flight = SingleFlight<Fetched, ProviderError>()
 
     /// Creates a cache over `fetch`.
     package init(
         clock: any LatchkeyClock, timeToLive: Duration = .seconds(3_600),
         minimumRefetchInterval: Duration = .seconds(60),
-        fetch: @escaping @Sendable () async throws(ProviderError) -> JWKS
+        fetch: @escaping @Sendable (_ newerThan: Date?) async throws(ProviderError) -> Fetched
     ) {
         self.clock = clock
         self.timeToLive = LeaseTerms(duration: timeToLive).seconds
@@ -34,25 +49,27 @@ package actor JWKSCache {
     }
 
     /// The key set: the cached one while it is fresh; a new one when there is none, it is too
-    /// old, or `refetch` asks (an unknown `kid`) and the last refetch is old enough.
+    /// old (or past the expiry its provider gave), or `refetch` asks (an unknown `kid`) and the
+    /// last refetch is old enough.
     package func keys(refetch: Bool = false) async throws(ProviderError) -> JWKS {
         var refetching = false
         if let cached {
             let now = clock.date
-            let stale = now.timeIntervalSince(cached.fetchedAt) >= timeToLive
+            let stale = now.timeIntervalSince(cached.fetchedAt) >= timeToLive || now >= cached.expiresAt
             refetching = refetch && lastRefetch.map { now.timeIntervalSince($0) >= minimumRefetchInterval } ?? true
             if !stale && !refetching { return cached.set }
         }
         let fetch = self.fetch
-        let set = try await flight.run { () async -> Result<JWKS, ProviderError> in
+        let newerThan = cached?.fetchedAt
+        let fetched = try await flight.run { () async -> Result<Fetched, ProviderError> in
             do throws(ProviderError) {
-                return .success(try await fetch())
+                return .success(try await fetch(newerThan))
             } catch {
                 return .failure(error)
             }
         }.result.get()
-        cached = (set, clock.date)
+        cached = fetched
         if refetching { lastRefetch = clock.date }
-        return set
+        return fetched.set
     }
 }

@@ -2,7 +2,9 @@ public import Foundation
 
 /// Credential storage that lives in memory only: for tests and for programs that must not
 /// write secrets to disk. Everything is lost when the value is released.
-public actor InMemoryCredentialStorage: CredentialStorage, OutboxStorage, LeasedCredentialAccess, DPoPNonceStorage {
+public actor InMemoryCredentialStorage: CredentialStorage, OutboxStorage, LeasedCredentialAccess, DPoPNonceStorage,
+    ProviderDocumentStorage
+{
     private var credentials: [CredentialID: StoredCredential] = [:]
     /// Insertion order, so `all()` lists oldest first as every backend does.
     private var order: [CredentialID] = []
@@ -13,6 +15,7 @@ public actor InMemoryCredentialStorage: CredentialStorage, OutboxStorage, Leased
     /// The credentials whose lease is held, with the tasks waiting for each, in order.
     private var leases: [CredentialID: [LeaseWaiter]] = [:]
     private var dpopNonces: [String: String] = [:]
+    private var providerDocuments: [String: ProviderDocument] = [:]
     /// Web sessions by handle, pending sign-ins, and the logout tokens seen (see
     /// `InMemoryCredentialStorage+WebSessions.swift`).
     var webSessionRecords: [String: WebSession] = [:]
@@ -25,6 +28,12 @@ public actor InMemoryCredentialStorage: CredentialStorage, OutboxStorage, Leased
     public func dpopNonce(for server: String) throws(StorageError) -> String? { dpopNonces[server] }
 
     public func setDPoPNonce(_ nonce: String, for server: String) throws(StorageError) { dpopNonces[server] = nonce }
+
+    public func providerDocument(for key: String) throws(StorageError) -> ProviderDocument? { providerDocuments[key] }
+
+    public func setProviderDocument(_ document: ProviderDocument, for key: String) throws(StorageError) {
+        providerDocuments[key] = document
+    }
 
     public func all() throws(StorageError) -> [StoredCredential] {
         order.compactMap { credentials[$0] }

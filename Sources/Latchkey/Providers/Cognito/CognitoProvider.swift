@@ -60,6 +60,8 @@ public actor CognitoProvider: IdentityProvider {
     /// The time the provider goes by: token dates and ID-token checks.
     public nonisolated let clock: any LatchkeyClock
     private var idTokenChecks: IDTokenChecks?
+    /// The pool's key set, kept in the store it is registered with.
+    nonisolated let documents: ProviderDocuments
 
     /// Creates a provider.
     public init(
@@ -74,6 +76,7 @@ public actor CognitoProvider: IdentityProvider {
             transport: transport, options: configuration.requestOptions, logger: self.logger, clock: clock,
             refusal: Self.refusal)
         self.clock = clock
+        self.documents = ProviderDocuments(logger: self.logger)
     }
 
     /// The current date, by the provider's clock.
@@ -184,12 +187,15 @@ public actor CognitoProvider: IdentityProvider {
         let checks = IDTokenChecks(
             clientID: configuration.clientID, algorithms: IDTokenVerifier.defaultAlgorithms,
             leeway: configuration.leeway, logger: logger, clock: clock
-        ) { () async throws(ProviderError) -> JWKS in try await self.fetchJWKS() }
+        ) { newerThan async throws(ProviderError) -> JWKSCache.Fetched in try await self.fetchJWKS(newerThan: newerThan)
+        }
         idTokenChecks = checks
         return checks
     }
 
-    private func fetchJWKS() async throws(ProviderError) -> JWKS {
+    /// The pool's key set: the store's copy while it is valid (and newer than `newerThan`), else
+    /// fetched and kept there (see ``ProviderDocuments``).
+    private func fetchJWKS(newerThan: Date?) async throws(ProviderError) -> JWKSCache.Fetched {
         let base = configuration.endpoint.map {
             $0.absoluteString.hasSuffix("/") ? $0.absoluteString : $0.absoluteString + "/"
         }
@@ -199,7 +205,13 @@ public actor CognitoProvider: IdentityProvider {
         guard let url = URL(string: text) else {
             throw ProviderError(.insecureEndpoint, endpoint: .jwks, reason: "The JWKS URL is not valid.")
         }
-        return try KeySet.decode(try await wire.exchange(.get(.jwks, url)).body, logger: logger)
+        let wire = self.wire
+        let document = try await documents.document(
+            .jwks, at: url, now: clock.date, lifetime: OpenIDProvider.keySetLifetime, newerThan: newerThan
+        ) { () async throws(ProviderError) in try await wire.exchange(.get(.jwks, url)) }
+        return JWKSCache.Fetched(
+            set: try KeySet.decode(document.body, logger: logger), fetchedAt: document.fetchedAt,
+            expiresAt: document.expiresAt)
     }
 
     // MARK: Revocation, user, sign-out

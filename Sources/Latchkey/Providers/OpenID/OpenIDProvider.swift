@@ -32,6 +32,8 @@ public actor OpenIDProvider: IdentityProvider {
     private var idTokenChecks: IDTokenChecks?
     /// The nonces the provider gave for DPoP proofs.
     nonisolated let dpopNonces: DPoPNonces
+    /// Its metadata and key set, kept in the store it is registered with.
+    nonisolated let documents: ProviderDocuments
 
     /// Creates a provider; discovery happens on first use (or pass `metadata` to skip it).
     ///
@@ -49,6 +51,7 @@ public actor OpenIDProvider: IdentityProvider {
         self.identity = ProviderIdentity(issuer: configuration.issuer.absoluteString, clientID: configuration.clientID)
         self.dpopNonces = DPoPNonces(scope: "\(configuration.clientID)@\(configuration.issuer.absoluteString)")
         self.discovered = CachedValue(metadata)
+        self.documents = ProviderDocuments(logger: logger)
         self.logger = logger
         let wire = ProviderWire(
             transport: transport, options: configuration.requestOptions, logger: logger, clock: clock
@@ -76,8 +79,7 @@ public actor OpenIDProvider: IdentityProvider {
     /// The provider's metadata: discovery, else RFC 8414 metadata, with the configured endpoints
     /// laid over it. Fetched once; concurrent callers share the fetch.
     public func metadata() async throws(ProviderError) -> ProviderMetadata {
-        let (configuration, wire) = (self.configuration, self.wire)
-        let metadata = try await discovered.value { await Self.fetchMetadata(configuration, wire) }
+        let metadata = try await discovered.value { await self.fetchMetadata() }
         if metadata.fromOAuthDocument, supplement.current == nil { supplement.set([:]) }
         return metadata
     }
@@ -87,8 +89,7 @@ public actor OpenIDProvider: IdentityProvider {
     public func endpoint(_ kind: EndpointKind) async throws(ProviderError) -> URL {
         if let configured = configuration.endpoints[kind] { return configured }
         if let url = try await metadata().endpoints[kind] { return url }
-        let (configuration, wire, logger) = (self.configuration, self.wire, self.logger)
-        let added = try await supplement.value { await Self.fetchSupplement(configuration, wire, logger) }
+        let added = try await supplement.value { await self.fetchSupplement() }
         if let url = added[kind] { return url }
         throw ProviderError(
             .missingEndpoint, endpoint: kind,
@@ -112,16 +113,14 @@ public actor OpenIDProvider: IdentityProvider {
         return (URL(string: trimmed + "/.well-known/openid-configuration"), oauth)
     }
 
-    private static func fetchMetadata(_ configuration: OpenIDProviderConfiguration, _ wire: ProviderWire) async
-        -> Result<ProviderMetadata, ProviderError>
-    {
-        let locations = metadataLocations(configuration)
+    private nonisolated func fetchMetadata() async -> Result<ProviderMetadata, ProviderError> {
+        let locations = Self.metadataLocations(configuration)
         var lastError = ProviderError(
             .missingEndpoint, endpoint: .discovery, reason: "No discovery document was found.")
         for (index, location) in [locations.openID, locations.oauth].enumerated() {
             guard let url = location else { continue }
             do throws(ProviderError) {
-                var metadata = try await fetchDocument(url, configuration, wire)
+                var metadata = try await fetchDocument(url)
                 metadata.endpoints.merge(configuration.endpoints) { _, configured in configured }
                 // Read from the RFC 8414 document already: there is nothing to add from it.
                 metadata.fromOAuthDocument = index == 1
@@ -142,13 +141,20 @@ public actor OpenIDProvider: IdentityProvider {
         return .failure(lastError)
     }
 
-    /// Fetches one metadata document and checks that it is this issuer's.
-    private static func fetchDocument(
-        _ url: URL, _ configuration: OpenIDProviderConfiguration, _ wire: ProviderWire
-    ) async throws(ProviderError) -> ProviderMetadata {
+    /// One metadata document (the store's copy while it is valid, else fetched and kept there;
+    /// see ``ProviderDocuments``), checked to be this issuer's.
+    private nonisolated func fetchDocument(_ url: URL) async throws(ProviderError) -> ProviderMetadata {
         let issuer = configuration.issuer.absoluteString
         let trimmed = issuer.hasSuffix("/") ? String(issuer.dropLast()) : issuer
-        let metadata = try ProviderMetadata(document: try await wire.json(.get(.discovery, url)))
+        let wire = self.wire
+        let document = try await documents.document(
+            .discovery, at: url, now: now(), lifetime: Self.metadataLifetime
+        ) { () async throws(ProviderError) in try await wire.exchange(.get(.discovery, url)) }
+        guard let fields = ProviderWire.object(document.body) else {
+            throw ProviderError(
+                .invalidResponse, endpoint: .discovery, reason: "The discovery document is not a JSON object.")
+        }
+        let metadata = try ProviderMetadata(document: fields)
         guard metadata.issuer == issuer || metadata.issuer == trimmed else {
             throw ProviderError(
                 .invalidResponse, endpoint: .discovery,
@@ -157,14 +163,18 @@ public actor OpenIDProvider: IdentityProvider {
         return metadata
     }
 
+    /// How long a provider's metadata is kept in the store when the provider does not say
+    /// (`Cache-Control: max-age`): a day.
+    static let metadataLifetime: TimeInterval = 86_400
+    /// How long its key set is, likewise: an hour (an unknown `kid` fetches it again sooner).
+    static let keySetLifetime: TimeInterval = 3_600
+
     /// The endpoints of the RFC 8414 document. A missing or foreign document adds nothing; a
     /// network failure is returned, and the fetch is tried again next time.
-    private static func fetchSupplement(
-        _ configuration: OpenIDProviderConfiguration, _ wire: ProviderWire, _ logger: Logger
-    ) async -> Result<[EndpointKind: URL], ProviderError> {
-        guard let url = metadataLocations(configuration).oauth else { return .success([:]) }
+    private nonisolated func fetchSupplement() async -> Result<[EndpointKind: URL], ProviderError> {
+        guard let url = Self.metadataLocations(configuration).oauth else { return .success([:]) }
         do throws(ProviderError) {
-            let document = try await fetchDocument(url, configuration, wire)
+            let document = try await fetchDocument(url)
             logger.debug(
                 "endpoints added from the RFC 8414 metadata",
                 metadata: ["endpoints": "\(document.endpoints.keys.map(\.rawValue).sorted())"])
@@ -182,14 +192,23 @@ public actor OpenIDProvider: IdentityProvider {
         let checks = IDTokenChecks(
             clientID: configuration.clientID, algorithms: configuration.idTokenAlgorithms,
             leeway: configuration.leeway, logger: logger, clock: clock
-        ) { () async throws(ProviderError) -> JWKS in try await self.fetchJWKS() }
+        ) { newerThan async throws(ProviderError) -> JWKSCache.Fetched in try await self.fetchJWKS(newerThan: newerThan)
+        }
         idTokenChecks = checks
         return checks
     }
 
-    private func fetchJWKS() async throws(ProviderError) -> JWKS {
-        let body = try await wire.exchange(.get(.jwks, try await endpoint(.jwks))).body
-        return try KeySet.decode(body, logger: logger)
+    /// The key set: the store's copy while it is valid (and newer than `newerThan`), else
+    /// fetched and kept there.
+    private func fetchJWKS(newerThan: Date?) async throws(ProviderError) -> JWKSCache.Fetched {
+        let url = try await endpoint(.jwks)
+        let wire = self.wire
+        let document = try await documents.document(
+            .jwks, at: url, now: now(), lifetime: Self.keySetLifetime, newerThan: newerThan
+        ) { () async throws(ProviderError) in try await wire.exchange(.get(.jwks, url)) }
+        return JWKSCache.Fetched(
+            set: try KeySet.decode(document.body, logger: logger), fetchedAt: document.fetchedAt,
+            expiresAt: document.expiresAt)
     }
 
     /// Verifies a back-channel logout token from this provider for this client, with the key

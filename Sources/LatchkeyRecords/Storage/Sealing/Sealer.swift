@@ -84,6 +84,9 @@ package enum SealContext {
         "latchkey.outbox:\(id)\n\(issuer)\n\(clientID)\n\(kind)"
     }
 
+    /// A provider's published document (metadata, key set) is bound to its key.
+    package static func providerDocument(_ key: String) -> String { "latchkey.provider-document:\(key)" }
+
     /// The default-account marker is sealed on its own.
     package static let defaultMarker = "latchkey.default"
 

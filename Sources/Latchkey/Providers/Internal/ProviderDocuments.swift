@@ -1,0 +1,81 @@
+package import Foundation
+package import HTTPTypes
+package import Logging
+import Synchronization
+
+/// What a provider published (its metadata, its key set), kept in the store it is registered
+/// with (``ProviderDocumentStorage``) until it expires, so that every process sharing the store
+/// uses one fetch: a command-line refresh then costs one round trip, the refresh itself.
+///
+/// Until a store with such storage shares them, and when its storage fails (a storage failure
+/// is logged and never fails a request), documents are fetched as before, once per process.
+package final class ProviderDocuments: Sendable {
+    private let shared = Mutex<(any ProviderDocumentStorage)?>(nil)
+    private let logger: Logger
+
+    package init(logger: Logger) {
+        self.logger = logger
+    }
+
+    /// Keeps documents in `storage` from now on (the first storage given is kept).
+    package func share(through storage: (any ProviderDocumentStorage)?) {
+        guard let storage else { return }
+        shared.withLock { if $0 == nil { $0 = storage } }
+    }
+
+    /// The document at `url`: the store's copy while it is valid at `now` (and fetched after
+    /// `newerThan`, when given: a copy at least as old as the caller's is no help), else the
+    /// one `fetch` gets, kept in the store for its lifetime (`Cache-Control: max-age`, else
+    /// `lifetime`; never with `no-store`).
+    package func document(
+        _ kind: EndpointKind, at url: URL, now: Date, lifetime: TimeInterval, newerThan: Date? = nil,
+        fetch: () async throws(ProviderError) -> HTTPTransportResponse
+    ) async throws(ProviderError) -> ProviderDocument {
+        let key = "\(kind.rawValue) \(url.absoluteString)"
+        let storage = shared.withLock { $0 }
+        if let storage {
+            do {
+                if let stored = try await storage.providerDocument(for: key), stored.expiresAt > now,
+                    newerThan.map({ stored.fetchedAt > $0 }) ?? true
+                {
+                    return stored
+                }
+            } catch {
+                logger.debug("the store's copy of a provider document cannot be read", metadata: ["error": "\(error)"])
+            }
+        }
+        let answer = try await fetch()
+        let kept = DocumentLifetime.seconds(answer.response.headerFields, fallback: lifetime)
+        let document = ProviderDocument(body: answer.body, fetchedAt: now, expiresAt: now.addingTimeInterval(kept ?? 0))
+        if let storage, let kept, kept > 0 {
+            do {
+                try await storage.setProviderDocument(document, for: key)
+            } catch {
+                logger.debug("a provider document cannot be kept in the store", metadata: ["error": "\(error)"])
+            }
+        }
+        return document
+    }
+}
+
+/// How long a document a provider published may be used (RFC 9111 §5.2.2): `no-store` or
+/// `no-cache` not at all (`nil`: not kept); `max-age=N` N seconds, at most a day; anything else,
+/// `fallback`. A pure value.
+package enum DocumentLifetime {
+    /// The longest Latchkey keeps a provider's document, whatever the provider says.
+    package static let longest: TimeInterval = 86_400
+
+    package static func seconds(_ headers: HTTPFields, fallback: TimeInterval) -> TimeInterval? {
+        let directives = headers[values: .cacheControl].flatMap { $0.split(separator: ",") }.map {
+            $0.trimmingCharacters(in: .whitespaces).lowercased()
+        }
+        if directives.contains(where: { $0 == "no-store" || $0 == "no-cache" }) { return nil }
+        for directive in directives where directive.hasPrefix("max-age=") {
+            guard let seconds = Double(directive.dropFirst("max-age=".count)), seconds.isFinite, seconds >= 0 else {
+                continue
+            }
+            return min(seconds, longest)
+        }
+        return min(fallback, longest)
+    }
+}
