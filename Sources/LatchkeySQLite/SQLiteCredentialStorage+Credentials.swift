@@ -28,10 +28,19 @@ extension SQLiteCredentialStorage {
 
     public func credential(for id: CredentialID) async throws(StorageError) -> StoredCredential? {
         // The hot path (`accessToken()` on a valid token): the counter, the cache, nothing else.
-        if let counter = changeCounter?.value(), let kept = readCache.withLock({ $0.credential(id, counter: counter) })
-        {
+        let counter = changeCounter?.value()
+        if let counter, let kept = readCache.withLock({ $0.credential(id, counter: counter) }) {
             return kept
         }
+        // Callers that miss at once (after a refresh, many waiting on it) read it once.
+        guard let counter else { return try await readCredential(id) }
+        return try await credentialReads.value(of: id, counter: counter) { () async throws(StorageError) in
+            try await self.readCredential(id)
+        }
+    }
+
+    /// Reads the credential `id` from the database (through the read cache) and opens it.
+    private func readCredential(_ id: CredentialID) async throws(StorageError) -> StoredCredential? {
         let read = try await cachedRead(
             cached: { cache, version in cache.credential(id, counter: version).map { ([$0], []) } },
             read: { db, sealer in

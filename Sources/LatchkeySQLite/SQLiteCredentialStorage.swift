@@ -52,6 +52,8 @@ public final class SQLiteCredentialStorage: CredentialStorage, OutboxStorage, Le
     /// The credentials last read by id, while the database is as it was then (see
     /// ``CredentialReadCache``).
     let readCache = Mutex(CredentialReadCache())
+    /// Reads of a credential by id that callers start together, shared (``CoalescedReads``).
+    let credentialReads = CoalescedReads<CredentialID, StoredCredential?>()
     /// The database's change counter, read without a hop to ``pool``'s queue; `nil` when it
     /// cannot be opened (nothing is kept then: every read reads the database).
     let changeCounter: SQLiteChangeCounter?

@@ -92,4 +92,33 @@ struct ReadCacheTests {
         try storage.close()
         await #expect(throws: StorageError.self) { try await store.credential(for: id) }
     }
+
+    @Test("callers that read at once share a read, and none started after a change gets what was there before")
+    func concurrentReaders() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        let path = folder.file("credentials.sqlite")
+        let reader = try await CredentialStore.sqlite(at: path)
+        let writer = try await CredentialStore.sqlite(at: path)
+        let id = try await writer.add(token("at-0")).id
+        for round in 1...40 {
+            // Readers start while another store writes: each sees the old token or the new one.
+            try await withThrowingTaskGroup(of: String?.self) { group in
+                for _ in 0..<10 { group.addTask { try await reader.credential(for: id)?.token.accessToken } }
+                group.addTask {
+                    _ = try await writer.update(id, token: token("at-\(round)"))
+                    return nil
+                }
+                for try await seen in group {
+                    if let seen { #expect(seen == "at-\(round - 1)" || seen == "at-\(round)") }
+                }
+            }
+            // Readers started after the write ended: all see it.
+            let after = try await withThrowingTaskGroup(of: String?.self) { group in
+                for _ in 0..<20 { group.addTask { try await reader.credential(for: id)?.token.accessToken } }
+                return try await group.reduce(into: [String?]()) { $0.append($1) }
+            }
+            #expect(after.allSatisfy { $0 == "at-\(round)" }, "round \(round): \(after)")
+        }
+    }
 }
