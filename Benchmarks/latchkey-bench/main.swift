@@ -1,6 +1,9 @@
 // latchkey-bench: the figures behind Latchkey's claims. Run it release-built:
 //
-//   swift run -c release latchkey-bench [--json] [--quick] [--postgres URL] [--only SECTION]
+//   swift run -c release latchkey-bench [--json] [--quick] [--postgres URL] [--only SECTION] [--no-baseline]
+//
+// A figure more than 20 % worse than the one README.md records (its `latchkey-bench figures`
+// block) is printed `regressed`, and the run exits 1; `--no-baseline` reports without failing.
 //
 // With --postgres (or $LATCHKEY_BENCH_POSTGRES_URL), the fleet store's figures too, against that
 // server (scripts/providers/postgres start runs one).
@@ -24,7 +27,7 @@ struct Figure: Encodable {
 let arguments = CommandLine.arguments
 let asJSON = arguments.contains("--json")
 let quick = arguments.contains("--quick")
-/// `--only SECTION` (provider, dpop, hotpath, store, cli, web, postgres): that section alone.
+/// `--only SECTION` (provider, dpop, hotpath, store, cli, web, postgres, peers): that section alone.
 let only = arguments.firstIndex(of: "--only").flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil }
 func runs(_ section: String) -> Bool { only == nil || only == section }
 var figures: [Figure] = []
@@ -213,6 +216,19 @@ if runs("store") {
         var stored: StoredCredential?
         adds.append(try await time { stored = try await store.add(token) })
         if let stored { ids.append(stored.id) }
+        // The size the issue on find(where:) was measured at: a predicate no slower than 2× an
+        // indexed query.
+        if ids.count == 1_210 {
+            var byEmail: [Double] = []
+            var byPredicate: [Double] = []
+            for _ in 0..<200 {
+                let email = "user\(Int.random(in: 0..<1_210))@example.com"
+                byEmail.append(try await time { _ = try await store.find(.email(email)) })
+                byPredicate.append(try await time { _ = try await store.find(where: { $0.email == email }) })
+            }
+            record("store.at1210.find_by_email.median", percentile(byEmail, 0.5), "ms")
+            record("store.at1210.find_where.median", percentile(byPredicate, 0.5), "ms")
+        }
     }
     record("store.add.median", percentile(adds, 0.5), "ms")
     record("store.add.p99", percentile(adds, 0.99), "ms")
@@ -255,6 +271,21 @@ if runs("store") {
 
 if runs("cli") { try await cliFigures() }
 
+// MARK: The workloads compared with peers, side by side
+
+if runs("peers") {
+    let issuer = arguments.firstIndex(of: "--issuer").flatMap {
+        $0 + 1 < arguments.count ? URL(string: arguments[$0 + 1]) : nil
+    }
+    // With a provider of its own, each latency the comparisons use; with a shared one, the
+    // latency its caller set there (a label).
+    let latency = arguments.firstIndex(of: "--latency").flatMap {
+        $0 + 1 < arguments.count ? Int(arguments[$0 + 1]) : nil
+    }
+    let latencies = latency.map { [$0] } ?? (issuer == nil ? [0, 20, 50] : [0])
+    for latency in latencies { try await peerFigures(issuer: issuer, latency: latency) }
+}
+
 // MARK: The fleet store, when a PostgreSQL server is named
 
 let postgresURL =
@@ -275,6 +306,12 @@ if asJSON {
     encoder.outputFormatting = [.sortedKeys]
     print(String(decoding: try encoder.encode(figures), as: UTF8.self))
 }
+
+// A figure more than 20 % worse than the one README records fails the run, loudly.
+let regressions = Baseline.regressions(
+    figures, recorded: Baseline.recorded(in: (try? String(contentsOf: Baseline.readme, encoding: .utf8)) ?? ""))
+for line in regressions { FileHandle.standardError.write(Data((line + "\n").utf8)) }
+if !regressions.isEmpty, !arguments.contains("--no-baseline") { exit(1) }
 
 /// A clock the benchmark moves forward to expire tokens: the system's time, plus an offset.
 final class OffsetClock: LatchkeyClock {
