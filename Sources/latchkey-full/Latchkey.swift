@@ -54,13 +54,7 @@ func globalOptionsLast(_ arguments: [String]) -> [String] {
 @main
 enum Main {
     static func main() async {
-        // A core file would hold decrypted tokens and the store's key.
-        var noCore = rlimit(rlim_cur: 0, rlim_max: 0)
-        #if canImport(Glibc)
-            _ = setrlimit(Int32(RLIMIT_CORE.rawValue), &noCore)
-        #else
-            _ = setrlimit(RLIMIT_CORE, &noCore)
-        #endif
+        ProcessHardening.disableCoreDumps()
         let arguments = Array(CommandLine.arguments.dropFirst())
         // A shell asking for completions: the account and provider names are read
         // asynchronously, which only the parser's async entry point runs.

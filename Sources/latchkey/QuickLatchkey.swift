@@ -23,13 +23,7 @@ import LatchkeyCommandLine
 @main
 enum QuickLatchkey {
     static func main() {
-        // A core file would hold decrypted tokens and the store's key.
-        var noCore = rlimit(rlim_cur: 0, rlim_max: 0)
-        #if canImport(Glibc)
-            _ = setrlimit(Int32(RLIMIT_CORE.rawValue), &noCore)
-        #else
-            _ = setrlimit(RLIMIT_CORE, &noCore)
-        #endif
+        ProcessHardening.disableCoreDumps()
         let arguments = CommandLine.arguments
         let environment = ProcessInfo.processInfo.environment
         var input: [UInt8]? = nil

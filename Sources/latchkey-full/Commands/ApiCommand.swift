@@ -73,11 +73,11 @@ struct ApiCommand: AsyncParsableCommand {
         } catch {
             throw CLIError.provider(error, doing: "The request failed")
         }
-        print(answer)
+        show(answer)
         if !(200..<300).contains(answer.response.status.code) { throw ExitCode(ExitStatus.failed.rawValue) }
     }
 
-    private func print(_ answer: HTTPTransportResponse) {
+    private func show(_ answer: HTTPTransportResponse) {
         if global.json {
             var headers: [String: JSONValue] = [:]
             for field in answer.response.headerFields { headers[field.name.canonicalName] = .string(field.value) }
