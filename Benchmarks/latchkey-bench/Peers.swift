@@ -12,7 +12,8 @@ import LatchkeySQLite
 /// - `peers.refresh.wait100.*`: 100 callers at once on a token they all want refreshed
 ///   (`accessToken(validFor:)` longer than the token lives, as the peer's
 ///   `refreshIfNeeded(graceInterval:)`): one refresh per round, the round's wall time.
-/// - `peers.revoke_all.x50.*`: a sign-in (not timed), then `revoke(.all)`, fifty times: the total.
+/// - `peers.revoke_all.x50.*`: a sign-in (not timed), then `revoke(.all)`, fifty times: the
+///   total, in memory and in SQLite.
 ///
 /// Latency is added at the provider by the caller of a shared one (its admin API), or here for
 /// one of its own: `--latency MS`.
@@ -46,17 +47,21 @@ func peerFigures(issuer: URL?, latency: Int) async throws {
         let walls = try await refreshWaits(credential, rounds: rounds)
         record("peers.refresh.wait100.\(name).latency\(latency).median", percentile(walls, 0.5), "ms")
     }
-    let store = CredentialStore.inMemory()
-    await store.register(provider)
-    var total = 0.0
-    for _ in 0..<50 {
-        let credential = try await provider.signIn(
-            .password(username: "alice", password: "alice-password"), into: store)
-        let start = ContinuousClock.now
-        _ = await credential.revoke(.all)
-        total += milliseconds(ContinuousClock.now - start)
+    for (name, store) in [
+        ("memory", CredentialStore.inMemory()),
+        ("sqlite", try await CredentialStore.sqlite(at: folder.appendingPathComponent("revoke.sqlite").path)),
+    ] {
+        await store.register(provider)
+        var total = 0.0
+        for _ in 0..<50 {
+            let credential = try await provider.signIn(
+                .password(username: "alice", password: "alice-password"), into: store)
+            let start = ContinuousClock.now
+            _ = await credential.revoke(.all)
+            total += milliseconds(ContinuousClock.now - start)
+        }
+        record("peers.revoke_all.x50.\(name).latency\(latency)", total, "ms")
     }
-    record("peers.revoke_all.x50.latency\(latency)", total, "ms")
     await own?.stop()
 }
 

@@ -69,19 +69,18 @@ extension SQLiteCredentialStorage {
     func write<T: Sendable>(_ body: @escaping @Sendable (Database, Sealer) throws -> T) async throws(StorageError) -> T
     {
         let path = self.path
-        let result = await Task {
-            do {
-                return Result<T, StorageError>.success(
-                    try await self.pool.write { db in
-                        // Before anything is written: no read after this write can take a row
-                        // cached before it (the connection runs one closure at a time).
-                        self.readCache.withLock { $0.wrote() }
-                        return try body(db, try self.currentSealer(db))
-                    })
-            } catch {
-                return .failure(Self.storageError(error, path: path))
+        // GRDB's callback form has no cancellation handler (its async form interrupts the write
+        // when the task is cancelled), and it needs no task of its own to shield the write.
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, StorageError>, Never>) in
+            pool.asyncWrite { db in
+                // Before anything is written: no read after this write can take a row cached
+                // before it (the connection runs one closure at a time).
+                self.readCache.withLock { $0.wrote() }
+                return try body(db, try self.currentSealer(db))
+            } completion: { _, result in
+                continuation.resume(returning: result.mapError { Self.storageError($0, path: path) })
             }
-        }.value
+        }
         return try result.get()
     }
 
