@@ -43,27 +43,19 @@ extension QuickCommand {
     ) -> QuickOutcome {
         guard let (_, stored) = read(account, environment) else { return .handOver(input: nil) }
         let now = Date()
-        let value: String
-        if idToken {
-            guard let token = stored.token.idToken,
-                stored.satisfies(.idToken(validity?.seconds ?? Self.defaultValidity), at: now)
-            else { return .handOver(input: nil) }
-            value = token
-        } else {
-            // A bound token comes with a note on how to send it: the full tool's.
-            guard stored.token.dpop == nil, let token = stored.token.accessToken else { return .handOver(input: nil) }
-            if let validity {
-                // Asked for explicitly: exactly that long (`accessToken(validFor:)`).
-                guard !stored.token.expires(within: validity.seconds, at: now),
-                    !stored.needsRefresh(minimumValidity: 0, at: now)
-                else { return .handOver(input: nil) }
+        // The library's own rules (`idToken()`, `accessToken(validFor:)`, `accessToken()`); a
+        // bound token comes with a note on how to send it, which is the full tool's.
+        let value: String? =
+            if idToken {
+                stored.idToken(minimumValidity: validity?.seconds ?? Self.defaultValidity, at: now)
+            } else if stored.token.dpop != nil {
+                nil
+            } else if let validity {
+                stored.accessToken(validFor: validity.seconds, at: now)
             } else {
-                guard !stored.needsRefresh(minimumValidity: Self.defaultValidity, at: now) else {
-                    return .handOver(input: nil)
-                }
+                stored.accessToken(minimumValidity: Self.defaultValidity, at: now)
             }
-            value = token
-        }
+        guard let value else { return .handOver(input: nil) }
         let description = TokenDescription(
             token: value, idToken: idToken, stored: stored.token, resource: nil,
             key: ResourceToken.key(resource: nil, scopes: nil),
@@ -83,13 +75,12 @@ extension QuickCommand {
         let value: String?
         let expiry: Date?
         if accessToken {
-            guard stored.token.dpop == nil, !stored.needsRefresh(minimumValidity: Self.defaultValidity, at: now) else {
-                return .handOver(input: nil)
-            }
-            (value, expiry) = (stored.token.accessToken, stored.token.expiresAt)
+            guard stored.token.dpop == nil else { return .handOver(input: nil) }
+            value = stored.accessToken(minimumValidity: Self.defaultValidity, at: now)
+            expiry = stored.token.expiresAt
         } else {
-            guard stored.satisfies(.idToken(Self.defaultValidity), at: now) else { return .handOver(input: nil) }
-            (value, expiry) = (stored.token.idToken, stored.token.idTokenExpiresAt)
+            value = stored.idToken(minimumValidity: Self.defaultValidity, at: now)
+            expiry = stored.token.idTokenExpiresAt
         }
         let apiVersion = ExecCredential.apiVersion(execInfo: environment["KUBERNETES_EXEC_INFO"])
         guard let value, let json = try? ExecCredential(apiVersion: apiVersion, token: value, expiry: expiry).json

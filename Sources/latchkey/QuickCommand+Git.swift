@@ -47,8 +47,7 @@ extension QuickCommand {
                 try Self.gitAccount(of: entry, in: snapshot)
             }) ?? nil,
             stored.token.dpop == nil, store.hasProvider(for: stored, in: providers),
-            let token = stored.token.accessToken,
-            !stored.needsRefresh(minimumValidity: Self.defaultValidity, at: Date()),
+            let token = stored.accessToken(minimumValidity: Self.defaultValidity, at: Date()),
             let answer = GitCredentialRequest.answer(
                 for: stored.metadata, password: token, expiry: stored.token.expiresAt)
         else { return .handOver(input: bytes) }

@@ -20,11 +20,7 @@ extension Credential {
     public nonisolated func accessToken(minimumValidity: TimeInterval = 60) async throws(ProviderError) -> String {
         // The hot path, without the copy of the tokens a request would need.
         let current = try await stored()
-        if let accessToken = current.token.accessToken,
-            !current.needsRefresh(minimumValidity: minimumValidity, at: now())
-        {
-            return accessToken
-        }
+        if let accessToken = current.accessToken(minimumValidity: minimumValidity, at: now()) { return accessToken }
         return try await usableToken(minimumValidity: minimumValidity, current: current).accessToken
     }
 
@@ -36,9 +32,7 @@ extension Credential {
         async throws(ProviderError) -> (token: Token, accessToken: String)
     {
         let current = if let current { current } else { try await stored() }
-        if let accessToken = current.token.accessToken,
-            !current.needsRefresh(minimumValidity: minimumValidity, at: now())
-        {
+        if let accessToken = current.accessToken(minimumValidity: minimumValidity, at: now()) {
             return (current.token, accessToken)
         }
         // Known already: the key is gone and the grant was ended; nothing to send.
@@ -59,9 +53,7 @@ extension Credential {
     ///   ``ProviderError/Code/invalidResponse`` when a refresh brings no ID token.
     public func idToken(minimumValidity: TimeInterval = 60) async throws(ProviderError) -> String {
         let current = try await stored()
-        if let idToken = current.token.idToken, current.satisfies(.idToken(minimumValidity), at: now()) {
-            return idToken
-        }
+        if let idToken = current.idToken(minimumValidity: minimumValidity, at: now()) { return idToken }
         let refreshed = try await sharedRefresh(.idToken(minimumValidity), of: current.token).get()
         if let failure = refreshed.idTokenFailure { throw failure }
         guard let idToken = refreshed.token.idToken, let expiry = refreshed.token.idTokenExpiresAt, expiry > now()
@@ -78,11 +70,7 @@ extension Credential {
     /// or others, share that refresh instead of each refreshing in turn.
     public func accessToken(validFor seconds: TimeInterval) async throws(ProviderError) -> String {
         let current = try await stored()
-        if let accessToken = current.token.accessToken, !current.token.expires(within: seconds, at: now()),
-            !current.needsRefresh(minimumValidity: 0, at: now())
-        {
-            return accessToken
-        }
+        if let accessToken = current.accessToken(validFor: seconds, at: now()) { return accessToken }
         let seen = current.token.accessToken.map(StoredCredential.fingerprint)
         let refreshed = try await sharedRefresh(.accessTokenFor(seconds, seen: seen), of: current.token).get()
         guard let accessToken = refreshed.token.accessToken else {

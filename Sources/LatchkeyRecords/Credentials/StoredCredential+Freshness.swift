@@ -42,6 +42,31 @@ extension StoredCredential {
         return token.expires(within: margin, at: date)
     }
 
+    /// The access token, when it can be handed out at `date` as it is: it does not need a
+    /// refresh within `minimumValidity` (see ``needsRefresh(minimumValidity:at:)``).
+    /// `accessToken()`'s rule, and the tool's quick `latchkey token`'s.
+    package func accessToken(minimumValidity: TimeInterval, at date: Date) -> String? {
+        guard let accessToken = token.accessToken, !needsRefresh(minimumValidity: minimumValidity, at: date) else {
+            return nil
+        }
+        return accessToken
+    }
+
+    /// The access token, when it stays valid for `seconds` exactly at `date` (no cap at half
+    /// its lifetime) and no resource server rejected it: `accessToken(validFor:)`'s rule.
+    package func accessToken(validFor seconds: TimeInterval, at date: Date) -> String? {
+        guard let accessToken = token.accessToken, !token.expires(within: seconds, at: date),
+            !needsRefresh(minimumValidity: 0, at: date)
+        else { return nil }
+        return accessToken
+    }
+
+    /// The ID token, when it stays valid for `minimumValidity` at `date`: `idToken()`'s rule.
+    package func idToken(minimumValidity: TimeInterval, at date: Date) -> String? {
+        guard let idToken = token.idToken, satisfies(.idToken(minimumValidity), at: date) else { return nil }
+        return idToken
+    }
+
     /// Whether the credential already has what `need` asks for at `date`.
     package func satisfies(_ need: RefreshNeed, at date: Date) -> Bool {
         switch need {
