@@ -198,10 +198,32 @@ extension PostgresCredentialStorage {
     /// Deletes a credential and clears the default if it pointed to it, in the transaction of
     /// `connection`.
     func delete(_ id: CredentialID, on connection: PostgresConnection) async throws -> StorageDeletion {
+        try await delete(id, ifVersion: nil, on: connection) ?? StorageDeletion(deleted: false, clearedDefault: false)
+    }
+
+    /// Deletes a credential when it still has `version` (any, when `nil`), and clears the default
+    /// if it pointed to it, in the transaction of `connection`; `nil` when it has another version.
+    func delete(_ id: CredentialID, ifVersion version: Int?, on connection: PostgresConnection) async throws
+        -> StorageDeletion?
+    {
         let marker = try await lockedDefaultMarker(connection)
-        let deleted = try await Self.count(
-            connection.query("DELETE FROM latchkey_credential WHERE id = \(id.rawValue) RETURNING 1", logger: logger))
-        guard deleted == 1 else { return StorageDeletion(deleted: false, clearedDefault: false) }
+        let deleted =
+            if let version {
+                try await Self.count(
+                    connection.query(
+                        "DELETE FROM latchkey_credential WHERE id = \(id.rawValue) AND version = \(version) RETURNING 1",
+                        logger: logger))
+            } else {
+                try await Self.count(
+                    connection.query(
+                        "DELETE FROM latchkey_credential WHERE id = \(id.rawValue) RETURNING 1", logger: logger))
+            }
+        guard deleted == 1 else {
+            guard version != nil else { return StorageDeletion(deleted: false, clearedDefault: false) }
+            let exists = try await Self.count(
+                connection.query("SELECT 1 FROM latchkey_credential WHERE id = \(id.rawValue)", logger: logger))
+            return exists == 0 ? StorageDeletion(deleted: false, clearedDefault: false) : nil
+        }
         try await notify(.removed(id), on: connection)
         guard marker == .some(id) else { return StorageDeletion(deleted: true, clearedDefault: false) }
         try await connection.query(

@@ -95,6 +95,12 @@ struct PostgresLeaseAccess: LeasedCredentialAccess {
         try await transaction("removing a credential") { connection in try await storage.delete(id, on: connection) }
     }
 
+    func delete(_ id: CredentialID, ifVersion version: Int) async throws(StorageError) -> StorageDeletion? {
+        try await transaction("removing a credential") { connection in
+            try await storage.delete(id, ifVersion: version, on: connection)
+        }
+    }
+
     func enqueueThroughLease(_ entry: OutboxEntry, limit: Int) async throws(StorageError) -> Bool {
         try await transaction("queueing a server step") { connection in
             try await storage.enqueue(entry, limit: limit, on: connection)

@@ -121,9 +121,30 @@ extension SQLiteCredentialStorage {
     }
 
     public func delete(_ id: CredentialID) async throws(StorageError) -> StorageDeletion {
+        // Without a version, nothing stops it: a deletion is all there is.
+        try await delete(id, version: nil) ?? StorageDeletion(deleted: false, clearedDefault: false)
+    }
+
+    public func delete(_ id: CredentialID, ifVersion version: Int) async throws(StorageError) -> StorageDeletion? {
+        try await delete(id, version: version)
+    }
+
+    /// Deletes the credential (when it still has `version`, if one is given) and clears the
+    /// default if it pointed to it; `nil` when the record has another version.
+    private func delete(_ id: CredentialID, version: Int?) async throws(StorageError) -> StorageDeletion? {
         try await write { db, sealer in
-            try db.execute(sql: "DELETE FROM credential WHERE id = ?", arguments: [id.rawValue])
-            guard db.changesCount > 0 else { return StorageDeletion(deleted: false, clearedDefault: false) }
+            if let version {
+                try db.execute(
+                    sql: "DELETE FROM credential WHERE id = ? AND version = ?", arguments: [id.rawValue, version])
+            } else {
+                try db.execute(sql: "DELETE FROM credential WHERE id = ?", arguments: [id.rawValue])
+            }
+            guard db.changesCount > 0 else {
+                let exists = try Bool.fetchOne(
+                    db, sql: "SELECT 1 FROM credential WHERE id = ?", arguments: [id.rawValue]
+                ).isTrue
+                return exists ? nil : StorageDeletion(deleted: false, clearedDefault: false)
+            }
             guard case .some(id) = try Self.defaultMarker(db, sealer: sealer) else {
                 return StorageDeletion(deleted: true, clearedDefault: false)
             }

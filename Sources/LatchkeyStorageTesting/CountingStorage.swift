@@ -155,6 +155,11 @@ private struct CountingAccess: LeasedCredentialAccess {
         return try await inner.delete(id)
     }
 
+    func delete(_ id: CredentialID, ifVersion version: Int) async throws(StorageError) -> StorageDeletion? {
+        storage.count { $0.writes += 1 }
+        return try await inner.delete(id, ifVersion: version)
+    }
+
     func enqueueThroughLease(_ entry: OutboxEntry, limit: Int) async throws(StorageError) -> Bool {
         storage.count { $0.writes += 1 }
         return try await inner.enqueueThroughLease(entry, limit: limit)

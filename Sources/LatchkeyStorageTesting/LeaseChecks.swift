@@ -165,6 +165,33 @@ enum LeaseChecks {
         #expect(try await storage.credential(for: alice.id) == nil)
         #expect(try await storage.defaultCredentialID() == nil)
     }
+
+    /// A delete by compare-and-swap deletes only the version it names, clearing the default as a
+    /// delete does; a record that changed is left as it is.
+    static func conditionalDelete(_ storage: Storage) async throws {
+        let bob = ContractFixtures.credential("bob")
+        try await storage.insert(bob)
+        try await storage.setDefaultCredentialID(bob.id)
+        try await storage.withCredentialLease(for: bob.id, terms: terms) { access in
+            do {
+                var read = try #require(try await access.credential(for: bob.id))
+                read.token.accessToken = "SECRET-NEWER"
+                try await access.update(read)
+                #expect(try await access.delete(bob.id, ifVersion: bob.version) == nil, "an older version")
+                #expect(try await access.credential(for: bob.id)?.token.accessToken == "SECRET-NEWER")
+                #expect(
+                    try await access.delete(bob.id, ifVersion: bob.version + 1)
+                        == StorageDeletion(deleted: true, clearedDefault: true))
+                #expect(
+                    try await access.delete(bob.id, ifVersion: bob.version + 1)
+                        == StorageDeletion(deleted: false, clearedDefault: false), "already gone")
+            } catch {
+                Issue.record(error)
+            }
+        }
+        #expect(try await storage.credential(for: bob.id) == nil)
+        #expect(try await storage.defaultCredentialID() == nil)
+    }
 }
 
 /// Counts who is inside a lease at the same time.

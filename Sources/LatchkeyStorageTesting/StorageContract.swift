@@ -85,6 +85,9 @@ public enum StorageContract {
             body: LeaseChecks.releasedAfterCancellation),
         Check(
             name: "the holder reads and writes through its access by compare-and-swap", body: LeaseChecks.access),
+        Check(
+            name: "a delete by compare-and-swap deletes only the version it names",
+            body: LeaseChecks.conditionalDelete),
     ]
 
     /// The checks of ``OutboxStorage``.

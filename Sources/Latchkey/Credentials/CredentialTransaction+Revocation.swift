@@ -46,6 +46,15 @@ extension CredentialTransaction {
         async throws(StorageError) -> Bool
     {
         guard !kinds.isEmpty else { return false }
+        // Nothing usable left: one compare-and-swap delete, instead of a write that drops the
+        // tokens and a delete after it. A record that changed meanwhile goes the long way.
+        if !keepingCredential, let held = try await credential() {
+            var left = held.token
+            for kind in kinds where left.value(of: kind) == revoked.value(of: kind) { left.discard(kind) }
+            if !left.isUsable(at: store.clock.date), let removed = try await remove(ifVersion: held.version) {
+                return removed
+            }
+        }
         let stored = try await update { credential in
             for kind in kinds where credential.token.value(of: kind) == revoked.value(of: kind) {
                 credential.token.discard(kind)

@@ -90,7 +90,22 @@ package actor CredentialTransaction {
     /// - Returns: whether there was a credential to remove.
     @discardableResult
     package func remove() async throws(StorageError) -> Bool {
-        let deletion = try await access.delete(id)
+        await removed(try await access.delete(id))
+    }
+
+    /// Removes the credential if storage still holds `version` of it (what this transaction
+    /// read), in one compare-and-swap delete; `nil` when it changed meanwhile, and nothing was
+    /// removed (the next read reads it again).
+    package func remove(ifVersion version: Int) async throws(StorageError) -> Bool? {
+        guard let deletion = try await access.delete(id, ifVersion: version) else {
+            current = nil
+            return nil
+        }
+        return await removed(deletion)
+    }
+
+    /// Keeps what a deletion did: the credential is gone, its handle forgotten, the events sent.
+    private func removed(_ deletion: StorageDeletion) async -> Bool {
         current = .some(nil)
         await store.forgetHandle(id)
         guard deletion.deleted else { return false }

@@ -52,6 +52,11 @@ public protocol LeasedCredentialAccess: Sendable {
     /// ``CredentialStorage/delete(_:)`` does.
     func delete(_ id: CredentialID) async throws(StorageError) -> StorageDeletion
 
+    /// Deletes the credential only if the stored record still has `version` (a compare-and-swap
+    /// delete), clearing the default as ``delete(_:)`` does; `nil` when the record changed,
+    /// and nothing was deleted.
+    func delete(_ id: CredentialID, ifVersion version: Int) async throws(StorageError) -> StorageDeletion?
+
     /// Adds an outbox entry, as ``OutboxStorage/enqueue(_:limit:)`` does, when this access also
     /// reaches the store's outbox; `false` when it does not (the store then queues through its
     /// outbox storage).
@@ -61,4 +66,14 @@ public protocol LeasedCredentialAccess: Sendable {
 extension LeasedCredentialAccess {
     /// By default an access does not reach the outbox.
     public func enqueueThroughLease(_ entry: OutboxEntry, limit: Int) async throws(StorageError) -> Bool { false }
+
+    /// By default, a read and a delete: under the lease, no writer that takes it changes the
+    /// record in between. The shipped backends delete in one statement.
+    public func delete(_ id: CredentialID, ifVersion version: Int) async throws(StorageError) -> StorageDeletion? {
+        guard let stored = try await credential(for: id) else {
+            return StorageDeletion(deleted: false, clearedDefault: false)
+        }
+        guard stored.version == version else { return nil }
+        return try await delete(id)
+    }
 }

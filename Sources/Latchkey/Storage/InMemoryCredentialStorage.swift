@@ -77,6 +77,11 @@ public actor InMemoryCredentialStorage: CredentialStorage, OutboxStorage, Leased
         return StorageDeletion(deleted: true, clearedDefault: wasDefault)
     }
 
+    public func delete(_ id: CredentialID, ifVersion version: Int) throws(StorageError) -> StorageDeletion? {
+        if let stored = credentials[id], stored.version != version { return nil }
+        return try delete(id)
+    }
+
     public func defaultCredentialID() throws(StorageError) -> CredentialID? {
         defaultID
     }

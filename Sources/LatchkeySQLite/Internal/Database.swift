@@ -71,7 +71,8 @@ extension SQLiteCredentialStorage {
         let path = self.path
         // GRDB's callback form has no cancellation handler (its async form interrupts the write
         // when the task is cancelled), and it needs no task of its own to shield the write.
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, StorageError>, Never>) in
+        let result = await withCheckedContinuation {
+            (continuation: CheckedContinuation<Result<T, StorageError>, Never>) in
             pool.asyncWrite { db in
                 // Before anything is written: no read after this write can take a row cached
                 // before it (the connection runs one closure at a time).
