@@ -3,13 +3,22 @@ import LatchkeyDevProvider
 import LatchkeyTestSupport
 import Testing
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// `latchkey` answers `token`, `credential git get` and `credential kubectl` itself when the
 /// token is valid, and hands everything else to `latchkey-full`. A copy of `latchkey` alone in a
 /// folder of its own cannot hand over: what it answers, it answered itself, and it must answer
 /// exactly what the full tool answers.
-@Suite("latchkey's quick answers")
+///
+/// One test at a time: each starts dozens of processes, and the suite runs beside every other.
+@Suite("latchkey's quick answers", .serialized)
 struct CLIQuickTests: DevProviderCLITest {
-    /// `latchkey` copied alone into a folder: no `latchkey-full` beside it.
+    /// `latchkey` alone in a folder: no `latchkey-full` beside it. A hard link (the executable
+    /// finds its folder by the path it was started by), or a copy on another file system.
     struct LoneFront {
         let folder: TemporaryFolder
         let binary: URL
@@ -17,7 +26,9 @@ struct CLIQuickTests: DevProviderCLITest {
         init() throws {
             folder = try TemporaryFolder()
             binary = URL(fileURLWithPath: folder.file("latchkey"))
-            try FileManager.default.copyItem(at: Executables.latchkey, to: binary)
+            if link(Executables.latchkey.path, binary.path) != 0 {
+                try FileManager.default.copyItem(at: Executables.latchkey, to: binary)
+            }
         }
 
         func run(_ device: Device, _ arguments: [String], input: String = "", environment: [String: String] = [:])
