@@ -26,6 +26,19 @@ struct DiscoveryTests {
         }
     }
 
+    @Test("the metadata and the key set may be kept for the configured max-age, 60 seconds by default")
+    func documentMaxAge() async throws {
+        for (configured, expected) in [(nil, "public, max-age=60"), (3_600, "public, max-age=3600")] {
+            var configuration = DevProviderConfiguration.default
+            if let configured { configuration.documentMaxAge = configured }
+            try await withProvider(configuration) { client throws in
+                for endpoint in [DevProviderEndpoint.discovery, .metadata, .jwks] {
+                    #expect(try await client.get(client.url(endpoint)).header("Cache-Control") == expected)
+                }
+            }
+        }
+    }
+
     @Test("the JWKS holds an RS256 and an ES256 key, and ID tokens verify against it")
     func jwks() async throws {
         try await withProvider { client in

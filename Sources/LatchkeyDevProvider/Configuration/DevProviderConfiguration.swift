@@ -136,6 +136,9 @@ public struct DevProviderConfiguration: Sendable, Codable, Hashable {
     /// Whether anyone may register a client (RFC 7591) at `/register`, advertised as
     /// `registration_endpoint` (on by default). Registered clients live as long as the provider.
     public var clientRegistration: Bool
+    /// How long clients may keep the OpenID configuration and the key set, in seconds: the
+    /// `max-age` of their `Cache-Control` (60 by default).
+    public var documentMaxAge: Int
 
     /// The realm unless one is configured: `alpha`.
     public static let defaultRealm = "alpha"
@@ -157,7 +160,8 @@ public struct DevProviderConfiguration: Sendable, Codable, Hashable {
         revokesGrantOnRefreshReplay: Bool = true,
         realm: String = DevProviderConfiguration.defaultRealm,
         sessionCookieName: String? = nil,
-        clientRegistration: Bool = true
+        clientRegistration: Bool = true,
+        documentMaxAge: Int = 60
     ) {
         self.users = users
         self.clients = clients
@@ -175,6 +179,7 @@ public struct DevProviderConfiguration: Sendable, Codable, Hashable {
         self.realm = realm
         self.sessionCookieName = sessionCookieName
         self.clientRegistration = clientRegistration
+        self.documentMaxAge = documentMaxAge
     }
 
     /// The default users and clients.
@@ -233,6 +238,7 @@ public struct DevProviderConfiguration: Sendable, Codable, Hashable {
         realm = try container.decodeIfPresent(String.self, forKey: .realm) ?? Self.defaultRealm
         sessionCookieName = try container.decodeIfPresent(String.self, forKey: .sessionCookieName)
         clientRegistration = try container.decodeIfPresent(Bool.self, forKey: .clientRegistration) ?? true
+        documentMaxAge = try value(.documentMaxAge, defaults.documentMaxAge)
     }
 
     /// The path of the realm's OAuth issuer below the provider's base URL.

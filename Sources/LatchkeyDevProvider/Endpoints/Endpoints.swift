@@ -76,7 +76,7 @@ struct Endpoints: Sendable {
             "frontchannel_logout_supported": false,
         ]
         var response = Reply.json(metadata.filter { !omitted.contains($0.key) })
-        response.headers[.cacheControl] = "public, max-age=60"
+        response.headers[.cacheControl] = "public, max-age=\(max(0, configuration.documentMaxAge))"
         return response
     }
 
@@ -92,7 +92,7 @@ struct Endpoints: Sendable {
             response = Reply.json(object)
         }
         response.headers[.contentType] = "application/jwk-set+json"
-        response.headers[.cacheControl] = "public, max-age=60"
+        response.headers[.cacheControl] = "public, max-age=\(max(0, configuration.documentMaxAge))"
         return response
     }
 
