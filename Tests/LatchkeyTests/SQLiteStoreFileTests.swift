@@ -20,7 +20,7 @@ struct SQLiteStoreFileTests {
         defer { folder.cleanUp() }
         let home = folder.file("home")
         let path = (home as NSString).appendingPathComponent("credentials.sqlite")
-        _ = try await CredentialStore.sqlite(at: path).add(Fixtures.token(user: "alice"))
+        try await Fixtures.addClosed(user: "alice", to: path)
         func refused(_ file: String, _ fix: String) throws {
             let error = #expect(throws: StorageError.self) { _ = try SQLiteCredentialStorage(path: path) }
             #expect(error?.code == .insecureFile)
@@ -123,7 +123,7 @@ struct SQLiteStoreFileTests {
         let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         let path = folder.file("credentials.sqlite")
-        _ = try await CredentialStore.sqlite(at: path).add(Fixtures.token(user: "alice"))
+        try await Fixtures.addClosed(user: "alice", to: path)
         let elsewhere = folder.file("elsewhere")
         for file in [path, path + ".key"] {
             try FileManager.default.moveItem(atPath: file, toPath: elsewhere)

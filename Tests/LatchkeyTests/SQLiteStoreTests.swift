@@ -96,7 +96,7 @@ struct SQLiteStoreTests {
         let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         let path = folder.file("credentials.sqlite")
-        _ = try await CredentialStore.sqlite(at: path).add(Fixtures.token(user: "alice"))
+        try await Fixtures.addClosed(user: "alice", to: path)
         var bytes = try #require(FileManager.default.contents(atPath: path))
         bytes.replaceSubrange(0..<16, with: Data("this is garbage!".utf8))
         try bytes.write(to: URL(fileURLWithPath: path))
@@ -140,7 +140,7 @@ struct SQLiteStoreTests {
         let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         let path = folder.file("credentials.sqlite")
-        let alice = try await CredentialStore.sqlite(at: path).add(Fixtures.token(user: "alice"))
+        let alice = try await Fixtures.addClosed(user: "alice", to: path)
         let original = FileManager.default.contents(atPath: path + ".key")
         try Data(repeating: 7, count: 32).write(to: URL(fileURLWithPath: path + ".key"))
         let before = try snapshot(folder)
@@ -165,7 +165,7 @@ struct SQLiteStoreTests {
         let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         let path = folder.file("credentials.sqlite")
-        _ = try await CredentialStore.sqlite(at: path).add(Fixtures.token(user: "alice"))
+        try await Fixtures.addClosed(user: "alice", to: path)
         let key = try #require(FileManager.default.contents(atPath: path + ".key"))
         try key.prefix(20).write(to: URL(fileURLWithPath: path + ".key"))
         let before = try snapshot(folder)
@@ -185,7 +185,7 @@ struct SQLiteStoreTests {
         let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         let path = folder.file("credentials.sqlite")
-        _ = try await CredentialStore.sqlite(at: path).add(Fixtures.token(user: "alice"))
+        try await Fixtures.addClosed(user: "alice", to: path)
         try FileManager.default.removeItem(atPath: path + ".key")
         let before = try snapshot(folder)
         let error = #expect(throws: StorageError.self) { _ = try SQLiteCredentialStorage(path: path) }
@@ -200,7 +200,7 @@ struct SQLiteStoreTests {
         let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         let path = folder.file("credentials.sqlite")
-        _ = try await CredentialStore.sqlite(at: path).add(Fixtures.token(user: "alice"))
+        try await Fixtures.addClosed(user: "alice", to: path)
         let before = try snapshot(folder)
         try FileManager.default.setAttributes([.posixPermissions: 0o000], ofItemAtPath: folder.path)
         let error = #expect(throws: StorageError.self) { _ = try SQLiteCredentialStorage(path: path) }
@@ -229,7 +229,7 @@ struct SQLiteStoreTests {
         let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         let path = folder.file("credentials.sqlite")
-        _ = try await CredentialStore.sqlite(at: path).add(Fixtures.token(user: "alice"))
+        try await Fixtures.addClosed(user: "alice", to: path)
         let sqlite = try await ChildProcess.run(sqlite3, [path, "PRAGMA user_version = 99"])
         try #require(sqlite.status == 0, "sqlite3 is needed for this test: \(sqlite.stderr)")
         let error = #expect(throws: StorageError.self) { _ = try SQLiteCredentialStorage(path: path) }

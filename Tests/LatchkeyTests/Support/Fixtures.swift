@@ -62,3 +62,19 @@ enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
         }
     }
 }
+
+extension Fixtures {
+    /// Adds `user`'s tokens to the SQLite store at `path` and closes the store before returning.
+    /// A store that is only released closes a moment later, on whichever thread lets go of it
+    /// last (a task that read for it, say), and moves its WAL into the database file then: a
+    /// test that edits or snapshots the files next must find them closed.
+    @discardableResult
+    static func addClosed(
+        user: String, to path: String, key: SQLiteCredentialStorage.KeySource = .keyFileBesideDatabase
+    ) async throws -> StoredCredential {
+        let storage = try await SQLiteCredentialStorage.open(path: path, key: key)
+        let credential = try await CredentialStore(storage: storage).add(token(user: user))
+        try storage.close()
+        return credential
+    }
+}
