@@ -119,18 +119,15 @@ public final class DevProvider: Sendable {
         logger: Logger? = nil,
         onStart: @escaping @Sendable (DevProvider) async -> Void
     ) async throws {
+        // Trapped before anything is announced: a signal sent the moment `onStart` says the
+        // server is up waits in the sequence and stops it, where the default action would have
+        // killed the process.
+        let signals = await UnixSignalsSequence(trapping: .sigint, .sigterm)
         let provider = try await start(
             configuration: configuration, host: host, port: port, adminToken: adminToken, logger: logger)
         await onStart(provider)
-        let (signals, continuation) = AsyncStream<Void>.makeStream()
-        let watcher = ServiceGroup(
-            configuration: .init(
-                services: [SignalWaiter(onShutdown: { continuation.finish() })],
-                gracefulShutdownSignals: [.sigint, .sigterm], logger: provider.logger))
-        async let watching: Void = watcher.run()
-        for await _ in signals {}
+        for await _ in signals { break }
         await provider.stop()
-        try await watching
     }
 
     private var logger: Logger { Logger(label: "latchkey.dev-provider", factory: { _ in SwiftLogNoOpLogHandler() }) }
@@ -260,16 +257,6 @@ public final class DevProvider: Sendable {
 public struct DevProviderError: Error, CustomStringConvertible {
     /// What went wrong.
     public let description: String
-}
-
-/// A service that only waits for graceful shutdown, to turn signals into a stop.
-private struct SignalWaiter: Service {
-    let onShutdown: @Sendable () -> Void
-
-    func run() async throws {
-        try? await gracefulShutdown()
-        onShutdown()
-    }
 }
 
 /// Builds the Hummingbird application, as Hummingbird's template does.
