@@ -46,12 +46,21 @@ struct PrivateKeyring {
         return PrivateKeyring(folder: folder, bus: bus, daemon: daemon, environment: environment)
     }
 
-    /// Polls until a search answers without an error (the service is on the bus).
+    /// Polls until a secret can be stored (and then clears it). A search answers as soon as the
+    /// service is on the bus, but the login collection a store goes to is made a moment later,
+    /// when the daemon has read its password: a test that stored then found "Object does not
+    /// exist at path …/collection/login".
     private static func waitUntilServed(_ environment: [String: String]) async throws {
         let deadline = ContinuousClock.now + TestTiming.scaled(.seconds(20))
+        let probeItem = ["application", "latchkey-probe"]
         while true {
-            let probe = try await secretTool(["search", "application", "latchkey-probe"], environment)
-            if probe.stderr.isEmpty { return }
+            let probe = try await ChildProcess.run(
+                URL(fileURLWithPath: "/usr/bin/secret-tool"), ["store", "--label", "latchkey probe"] + probeItem,
+                environment: environment, input: "probe")
+            if probe.status == 0, probe.stderr.isEmpty {
+                _ = try await secretTool(["clear"] + probeItem, environment)
+                return
+            }
             guard ContinuousClock.now < deadline else {
                 Issue.record("GNOME Keyring did not start: \(probe.stderr)")
                 return
