@@ -48,6 +48,10 @@ struct MultiProcessStoreTests {
         let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         let path = folder.file("credentials.sqlite")
+        // The store exists before the first kill: a process killed while it creates a new store
+        // leaves a key file beside an empty database, which every later open refuses by design
+        // (it cannot tell that from a store someone emptied). This test is about writes.
+        try SQLiteCredentialStorage(path: path).close()
         var committed: Set<String> = []
         var queued: Set<String> = []
         var generator = SystemRandomNumberGenerator()
