@@ -12,6 +12,11 @@ let strictSettings: [SwiftSetting] = [
     .enableUpcomingFeature("InternalImportsByDefault"),
 ]
 
+/// The one lock type of the package, for every piece of state tasks and threads share:
+/// `NIOLockedValueBox`, a `pthread_mutex_t`, which the thread sanitizer sees (the futex of
+/// `Synchronization.Mutex` it does not, and every report near one had to be suppressed).
+let lock: Target.Dependency = .product(name: "NIOConcurrencyHelpers", package: "swift-nio")
+
 let package = Package(
     name: "Latchkey",
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11)],
@@ -83,6 +88,7 @@ let package = Package(
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 // Key files: owner, mode and no links, as ssh trusts its own.
                 .product(name: "SystemPackage", package: "swift-system"),
+                lock,
             ],
             swiftSettings: strictSettings
         ),
@@ -95,6 +101,7 @@ let package = Package(
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SystemPackage", package: "swift-system"),
+                lock,
             ],
             swiftSettings: strictSettings
         ),
@@ -107,6 +114,7 @@ let package = Package(
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+                lock,
             ],
             swiftSettings: strictSettings
         ),
@@ -125,7 +133,7 @@ let package = Package(
         // The storage contract, shipped so that any backend (Latchkey's or a user's) proves itself.
         .target(
             name: "LatchkeyStorageTesting",
-            dependencies: ["Latchkey"],
+            dependencies: ["Latchkey", lock],
             swiftSettings: strictSettings
         ),
         .target(
@@ -138,6 +146,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                lock,
             ],
             swiftSettings: strictSettings
         ),
@@ -171,6 +180,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+                lock,
             ],
             swiftSettings: strictSettings
         ),
@@ -217,6 +227,7 @@ let package = Package(
                 // The desktop keyring through secret-tool; scrypt for a passphrase-sealed key.
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
+                lock,
             ],
             swiftSettings: strictSettings
         ),
@@ -241,6 +252,7 @@ let package = Package(
                 "LatchkeyStorageTesting",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                lock,
             ],
             path: "Benchmarks/latchkey-bench",
             swiftSettings: strictSettings
@@ -250,6 +262,7 @@ let package = Package(
             name: "latchkey-store-worker",
             dependencies: [
                 "Latchkey", "LatchkeySQLite", "LatchkeyHTTP", .product(name: "HTTPTypes", package: "swift-http-types"),
+                lock,
             ],
             path: "Tests/StoreWorker",
             swiftSettings: strictSettings
@@ -262,6 +275,7 @@ let package = Package(
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                lock,
             ],
             path: "Tests/FleetWorker",
             swiftSettings: strictSettings
@@ -284,6 +298,7 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+                lock,
             ],
             path: "Tests/TestSupport",
             swiftSettings: strictSettings
@@ -297,6 +312,7 @@ let package = Package(
                 // DPoP proofs are checked with another library's verifier.
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                lock,
             ],
             swiftSettings: strictSettings
         ),
@@ -316,6 +332,7 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+                lock,
             ],
             swiftSettings: strictSettings
         ),
@@ -331,6 +348,7 @@ let package = Package(
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 "Latchkey", "LatchkeyHTTP",
+                lock,
             ],
             swiftSettings: strictSettings
         ),
@@ -349,6 +367,7 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+                lock,
             ],
             swiftSettings: strictSettings
         ),
@@ -361,6 +380,7 @@ let package = Package(
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                lock,
             ],
             swiftSettings: strictSettings
         ),

@@ -16,7 +16,7 @@ import LatchkeyDevProvider
 import LatchkeyHTTP
 import LatchkeySQLite
 import LatchkeyStorageTesting
-import Synchronization
+import NIOConcurrencyHelpers
 
 struct Figure: Encodable {
     var name: String
@@ -27,7 +27,7 @@ struct Figure: Encodable {
 let arguments = CommandLine.arguments
 let asJSON = arguments.contains("--json")
 let quick = arguments.contains("--quick")
-/// `--only SECTION` (provider, dpop, hotpath, store, cli, web, postgres, peers): that section alone.
+/// `--only SECTION` (provider, locks, dpop, hotpath, store, cli, web, postgres, peers): that section alone.
 let only = arguments.firstIndex(of: "--only").flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil }
 func runs(_ section: String) -> Bool { only == nil || only == section }
 var figures: [Figure] = []
@@ -168,11 +168,11 @@ if runs("provider") {
         // stored (SQLite, loopback, no added latency). SIGINT, SIGTERM and SIGHUP wait it out.
         let relogged = try await refreshing.signIn(
             .password(username: "user0", password: "user0-password"), into: counted)
-        let windows = Mutex<[Double]>([])
-        UninterruptibleWork.observe { window in windows.withLock { $0.append(milliseconds(window)) } }
+        let windows = NIOLockedValueBox<[Double]>([])
+        UninterruptibleWork.observe { window in windows.withLockedValue { $0.append(milliseconds(window)) } }
         for _ in 0..<(quick ? 5 : 50) { _ = try await relogged.refresh() }
         UninterruptibleWork.observe(nil)
-        let measured = windows.withLock { $0 }
+        let measured = windows.withLockedValue { $0 }
         record("refresh.uninterruptible_window.median", percentile(measured, 0.5), "ms")
         record("refresh.uninterruptible_window.p99", percentile(measured, 0.99), "ms")
     }
@@ -200,6 +200,7 @@ if runs("provider") {
 
 // MARK: The store with 10,000 credentials
 
+if runs("locks") { await lockFigures() }
 if runs("dpop") { try await dpopFigures() }
 if runs("hotpath") { try await hotPathFigures() }
 
@@ -323,12 +324,12 @@ if !regressions.isEmpty, !arguments.contains("--no-baseline") { exit(1) }
 
 /// A clock the benchmark moves forward to expire tokens: the system's time, plus an offset.
 final class OffsetClock: LatchkeyClock {
-    private let offset = Mutex<TimeInterval>(0)
-    var date: Date { Date().addingTimeInterval(offset.withLock { $0 }) }
+    private let offset = NIOLockedValueBox<TimeInterval>(0)
+    var date: Date { Date().addingTimeInterval(offset.withLockedValue { $0 }) }
     var now: ContinuousClock.Instant { ContinuousClock.now }
     var minimumResolution: Duration { ContinuousClock().minimumResolution }
     func sleep(until deadline: ContinuousClock.Instant, tolerance: Duration?) async throws {
         try await ContinuousClock().sleep(until: deadline, tolerance: tolerance)
     }
-    func advance(_ seconds: TimeInterval) { offset.withLock { $0 += seconds } }
+    func advance(_ seconds: TimeInterval) { offset.withLockedValue { $0 += seconds } }
 }

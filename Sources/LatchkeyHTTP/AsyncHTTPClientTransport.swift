@@ -2,9 +2,9 @@ public import AsyncHTTPClient
 public import Foundation
 public import HTTPTypes
 public import Latchkey
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
-import Synchronization
 
 /// ``HTTPTransport`` over AsyncHTTPClient: Latchkey's default on Linux and servers.
 ///
@@ -13,7 +13,7 @@ import Synchronization
 public final class AsyncHTTPClientTransport: HTTPTransport {
     /// The client: the caller's, or this transport's own, made at the first request, so that a
     /// program that sends none (`latchkey token` with a valid token) starts no event loop.
-    private let made: Mutex<HTTPClient?>
+    private let made: NIOLockedValueBox<HTTPClient?>
     /// The configuration of the client of its own; `nil` with the caller's.
     private let configuration: HTTPClient.Configuration?
     private let ownsClient: Bool
@@ -31,7 +31,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         // query holds the ID token. Latchkey's own span of each request leaves the URL out.
         configuration.tracing.tracer = nil
         self.configuration = configuration
-        made = Mutex(nil)
+        made = NIOLockedValueBox(nil)
         ownsClient = true
     }
 
@@ -41,13 +41,13 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     /// request itself, without the URL.
     public init(client: HTTPClient) {
         configuration = nil
-        made = Mutex(client)
+        made = NIOLockedValueBox(client)
         ownsClient = false
     }
 
     /// The client, made now if this is the first request.
     private var client: HTTPClient {
-        made.withLock { made in
+        made.withLockedValue { made in
             if let client = made { return client }
             // Only the transport's own client is made here: a caller's was given at init.
             let client = HTTPClient(
@@ -60,7 +60,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
 
     /// Shuts the transport's own client down, if it was made (a client passed in is left alone).
     public func shutdown() async throws {
-        guard ownsClient, let client = made.withLock({ $0 }) else { return }
+        guard ownsClient, let client = made.withLockedValue({ $0 }) else { return }
         try await client.shutdown()
     }
 

@@ -1,10 +1,10 @@
 import Foundation
 public import Latchkey
 public import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOPosix
-import Synchronization
 
 /// Receives the browser's redirect on `http://127.0.0.1:PORT/PATH` (RFC 8252 §7.3): port 0
 /// (the default) picks a free one, which providers that match loopback redirect URIs on any
@@ -104,14 +104,14 @@ private final class CallbackBox: Sendable {
         var cancelled = false
     }
 
-    private let state = Mutex(State())
+    private let state = NIOLockedValueBox(State())
     private let logger: Logger
 
     init(logger: Logger) { self.logger = logger }
 
     /// Sets the `state` the browser's redirect carries, and settles the redirects that came early.
     func expect(state expected: String) {
-        let held = state.withLock { state -> [(URL, EventLoopPromise<Bool>)] in
+        let held = state.withLockedValue { state -> [(URL, EventLoopPromise<Bool>)] in
             state.expected = expected
             defer { state.held = [] }
             return state.held
@@ -121,7 +121,7 @@ private final class CallbackBox: Sendable {
 
     /// Whether `url` is the browser's redirect: `promise` gets the answer once the state is known.
     func offer(_ url: URL, promise: EventLoopPromise<Bool>) {
-        let known = state.withLock { state -> Bool in
+        let known = state.withLockedValue { state -> Bool in
             if state.expected == nil && !state.cancelled {
                 state.held.append((url, promise))
                 return false
@@ -134,7 +134,7 @@ private final class CallbackBox: Sendable {
     private func decide(_ url: URL) -> Bool {
         let items = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems ?? []
         let carried = items.first { $0.name == "state" }?.value
-        let (accepted, waiters) = state.withLock { state -> (Bool, [CheckedContinuation<URL?, Never>]) in
+        let (accepted, waiters) = state.withLockedValue { state -> (Bool, [CheckedContinuation<URL?, Never>]) in
             guard !state.cancelled, state.url == nil, let expected = state.expected, carried == expected else {
                 return (false, [])
             }
@@ -153,7 +153,7 @@ private final class CallbackBox: Sendable {
 
     func wait() async -> URL? {
         await withCheckedContinuation { continuation in
-            let immediate: URL?? = state.withLock { state in
+            let immediate: URL?? = state.withLockedValue { state in
                 if let url = state.url { return .some(url) }
                 if state.cancelled { return .some(nil) }
                 state.waiters.append(continuation)
@@ -164,7 +164,7 @@ private final class CallbackBox: Sendable {
     }
 
     func cancel() {
-        let (waiters, held) = state.withLock {
+        let (waiters, held) = state.withLockedValue {
             state -> ([CheckedContinuation<URL?, Never>], [(URL, EventLoopPromise<Bool>)]) in
             state.cancelled = true
             defer {

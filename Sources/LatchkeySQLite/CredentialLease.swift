@@ -2,7 +2,7 @@ import Foundation
 import GRDB
 public import Latchkey
 import Logging
-import Synchronization
+import NIOConcurrencyHelpers
 
 #if canImport(Glibc)
     import Glibc
@@ -162,10 +162,10 @@ enum LiveHolders {
     static let shared = Holders()
 
     final class Holders: Sendable {
-        private let ids = Mutex<Set<String>>([])
-        func insert(_ id: String) { _ = ids.withLock { $0.insert(id) } }
-        func remove(_ id: String) { _ = ids.withLock { $0.remove(id) } }
-        func contains(_ id: String) -> Bool { ids.withLock { $0.contains(id) } }
+        private let ids = NIOLockedValueBox<Set<String>>([])
+        func insert(_ id: String) { _ = ids.withLockedValue { $0.insert(id) } }
+        func remove(_ id: String) { _ = ids.withLockedValue { $0.remove(id) } }
+        func contains(_ id: String) -> Bool { ids.withLockedValue { $0.contains(id) } }
     }
 }
 

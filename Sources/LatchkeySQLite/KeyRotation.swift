@@ -4,7 +4,7 @@ import GRDB
 public import Latchkey
 import LatchkeySQLiteReader
 public import Logging
-import Synchronization
+import NIOConcurrencyHelpers
 import SystemPackage
 
 #if canImport(Glibc)
@@ -63,7 +63,7 @@ extension SQLiteCredentialStorage {
             let newCheck = try await storage.withWholeStore(terms: LeaseTerms(duration: timeout), timeout: timeout) {
                 db, current in try Self.reseal(db, from: current, to: next)
             }
-            storage.keys.withLock { $0 = StoreKeys(sealer: next, check: newCheck) }
+            storage.keys.withLockedValue { $0 = StoreKeys(sealer: next, check: newCheck) }
         } catch {
             if let pending { unlink(pending) }
             throw error
@@ -117,12 +117,12 @@ extension SQLiteCredentialStorage {
     /// Seals a secret that lives outside the database (a client secret in the command-line
     /// tool's provider list) with the store's key, bound to `purpose`: the text returned is base64.
     package func seal(secret: String, purpose: String) throws(StorageError) -> String {
-        try keys.withLock { $0.sealer }.seal(secret: secret, purpose: purpose)
+        try keys.withLockedValue { $0.sealer }.seal(secret: secret, purpose: purpose)
     }
 
     /// Opens what ``seal(secret:purpose:)`` sealed for the same purpose; `nil` when it does not
     /// open (another key, another purpose, or altered).
     package func open(sealedSecret: String, purpose: String) -> String? {
-        keys.withLock { $0.sealer }.open(sealedSecret: sealedSecret, purpose: purpose)
+        keys.withLockedValue { $0.sealer }.open(sealedSecret: sealedSecret, purpose: purpose)
     }
 }

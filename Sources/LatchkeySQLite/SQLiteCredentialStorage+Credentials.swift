@@ -3,7 +3,7 @@ import GRDB
 public import Latchkey
 import LatchkeySQLiteReader
 import Logging
-import Synchronization
+import NIOConcurrencyHelpers
 
 extension SQLiteCredentialStorage {
     private static let selectAll = "SELECT \(SQL.list(SealedCredential.columns)) FROM credential"
@@ -29,7 +29,7 @@ extension SQLiteCredentialStorage {
     public func credential(for id: CredentialID) async throws(StorageError) -> StoredCredential? {
         // The hot path (`accessToken()` on a valid token): the counter, the cache, nothing else.
         let counter = changeCounter?.value()
-        if let counter, let kept = readCache.withLock({ $0.credential(id, counter: counter) }) {
+        if let counter, let kept = readCache.withLockedValue({ $0.credential(id, counter: counter) }) {
             return kept
         }
         // Callers that miss at once (after a refresh, many waiting on it) read it once.

@@ -4,7 +4,7 @@ import GRDB
 public import Latchkey
 import LatchkeySQLiteReader
 public import Logging
-import Synchronization
+import NIOConcurrencyHelpers
 import SystemPackage
 
 #if canImport(Glibc)
@@ -48,10 +48,10 @@ public final class SQLiteCredentialStorage: CredentialStorage, OutboxStorage, Le
     let pool: DatabaseQueue
     /// The key the store is sealed with now, and the key check it was verified against: another
     /// process's key rotation changes the check, and this process then reads the new key.
-    let keys: Mutex<StoreKeys>
+    let keys: NIOLockedValueBox<StoreKeys>
     /// The credentials last read by id, while the database is as it was then (see
     /// ``CredentialReadCache``).
-    let readCache = Mutex(CredentialReadCache())
+    let readCache = NIOLockedValueBox(CredentialReadCache())
     /// Reads of a credential by id that callers start together, shared (``CoalescedReads``).
     let credentialReads = CoalescedReads<CredentialID, StoredCredential?>()
     /// The database's change counter, read without a hop to ``pool``'s queue; `nil` when it
@@ -132,7 +132,7 @@ public final class SQLiteCredentialStorage: CredentialStorage, OutboxStorage, Le
             let check = try pool.read { db in
                 try Data.fetchOne(db, sql: "SELECT value FROM setting WHERE name = 'key_check'")
             }
-            keys = Mutex(StoreKeys(sealer: sealer, check: check))
+            keys = NIOLockedValueBox(StoreKeys(sealer: sealer, check: check))
         } catch {
             throw Self.storageError(error, path: path)
         }

@@ -1,6 +1,6 @@
 public import Foundation
 public import Latchkey
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// How often a store used its storage: what a test or a benchmark asks of one operation
 /// ("a sign-out takes each credential's lease once and opens it once").
@@ -29,7 +29,7 @@ public struct StorageCounts: Sendable, Hashable, CustomStringConvertible {
 public final class CountingStorage: CredentialStorage, OutboxStorage, Sendable {
     /// The storage that does the work.
     public let inner: any CredentialStorage & OutboxStorage
-    private let tally = Mutex(StorageCounts())
+    private let tally = NIOLockedValueBox(StorageCounts())
 
     /// Wraps `inner`.
     public init(_ inner: any CredentialStorage & OutboxStorage) {
@@ -37,12 +37,12 @@ public final class CountingStorage: CredentialStorage, OutboxStorage, Sendable {
     }
 
     /// The counts so far.
-    public var counts: StorageCounts { tally.withLock { $0 } }
+    public var counts: StorageCounts { tally.withLockedValue { $0 } }
 
     /// Starts counting again from zero.
-    public func reset() { tally.withLock { $0 = StorageCounts() } }
+    public func reset() { tally.withLockedValue { $0 = StorageCounts() } }
 
-    func count(_ change: (inout StorageCounts) -> Void) { tally.withLock { change(&$0) } }
+    func count(_ change: (inout StorageCounts) -> Void) { tally.withLockedValue { change(&$0) } }
 
     func opened(_ credentials: [StoredCredential]) -> [StoredCredential] {
         count {

@@ -1,6 +1,6 @@
 import Foundation
 import Latchkey
-import Synchronization
+import NIOConcurrencyHelpers
 import Testing
 
 /// The checks of the credential lease (``CredentialStorage/withCredentialLease(for:terms:_:)``),
@@ -203,10 +203,10 @@ final class LeaseTracker: Sendable {
         var entries = 0
     }
 
-    private let counts = Mutex(Counts())
+    private let counts = NIOLockedValueBox(Counts())
 
     func enter(_ id: CredentialID) {
-        counts.withLock { counts in
+        counts.withLockedValue { counts in
             counts.inside[id, default: 0] += 1
             counts.entries += 1
             counts.peakPerCredential = max(counts.peakPerCredential, counts.inside[id, default: 0])
@@ -214,19 +214,19 @@ final class LeaseTracker: Sendable {
         }
     }
 
-    func leave(_ id: CredentialID) { counts.withLock { $0.inside[id, default: 0] -= 1 } }
+    func leave(_ id: CredentialID) { counts.withLockedValue { $0.inside[id, default: 0] -= 1 } }
 
-    var peakPerCredential: Int { counts.withLock { $0.peakPerCredential } }
-    var peakOverall: Int { counts.withLock { $0.peakOverall } }
-    var entries: Int { counts.withLock { $0.entries } }
+    var peakPerCredential: Int { counts.withLockedValue { $0.peakPerCredential } }
+    var peakOverall: Int { counts.withLockedValue { $0.peakOverall } }
+    var entries: Int { counts.withLockedValue { $0.entries } }
 }
 
 /// A one-shot signal: `wait()` returns once `signal()` was called, before or after.
 final class ContractSignal: Sendable {
-    private let state = Mutex<(signalled: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+    private let state = NIOLockedValueBox<(signalled: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 
     func signal() {
-        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+        let waiters = state.withLockedValue { state -> [CheckedContinuation<Void, Never>] in
             state.signalled = true
             defer { state.waiters = [] }
             return state.waiters
@@ -236,7 +236,7 @@ final class ContractSignal: Sendable {
 
     func wait() async {
         await withCheckedContinuation { continuation in
-            let now = state.withLock { state -> Bool in
+            let now = state.withLockedValue { state -> Bool in
                 if state.signalled { return true }
                 state.waiters.append(continuation)
                 return false
@@ -249,20 +249,20 @@ final class ContractSignal: Sendable {
 /// The lease's clock in the checks: its date moves only when a check moves it; it waits on the
 /// system's clock.
 final class ContractClock: LatchkeyClock {
-    private let offset = Mutex(Duration.zero)
+    private let offset = NIOLockedValueBox(Duration.zero)
     private let origin = Date(timeIntervalSince1970: 1_800_000_000)
 
-    var now: ContinuousClock.Instant { ContinuousClock.now + offset.withLock { $0 } }
+    var now: ContinuousClock.Instant { ContinuousClock.now + offset.withLockedValue { $0 } }
     var minimumResolution: Duration { ContinuousClock().minimumResolution }
     var date: Date {
-        let offset = offset.withLock { $0 }
+        let offset = offset.withLockedValue { $0 }
         return origin.addingTimeInterval(
             Double(offset.components.seconds) + Double(offset.components.attoseconds) / 1e18)
     }
 
     func sleep(until deadline: ContinuousClock.Instant, tolerance: Duration?) async throws {
-        try await ContinuousClock().sleep(until: deadline - offset.withLock { $0 }, tolerance: tolerance)
+        try await ContinuousClock().sleep(until: deadline - offset.withLockedValue { $0 }, tolerance: tolerance)
     }
 
-    func advance(by duration: Duration) { offset.withLock { $0 += duration } }
+    func advance(by duration: Duration) { offset.withLockedValue { $0 += duration } }
 }

@@ -22,8 +22,8 @@ import Latchkey
 import LatchkeyHTTP
 import LatchkeyPostgres
 import LatchkeySQLite
+import NIOConcurrencyHelpers
 import PostgresNIO
-import Synchronization
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 
@@ -39,7 +39,7 @@ func say(_ line: String) { FileHandle.standardOutput.write(Data("\(line)\n".utf8
 final class StallingTransport: HTTPTransport {
     let inner: any HTTPTransport
     let limit: Int
-    let sent = Mutex(0)
+    let sent = NIOLockedValueBox(0)
 
     init(inner: any HTTPTransport, limit: Int) {
         self.inner = inner
@@ -50,7 +50,7 @@ final class StallingTransport: HTTPTransport {
         -> HTTPTransportResponse
     {
         if request.path?.contains("revoke") == true {
-            let count = sent.withLock { count in
+            let count = sent.withLockedValue { count in
                 count += 1
                 return count
             }

@@ -4,7 +4,7 @@ import Latchkey
 import LatchkeyDevProvider
 import LatchkeyHTTP
 import LatchkeyTestSupport
-import Synchronization
+import NIOConcurrencyHelpers
 import Testing
 
 /// Client behaviour that needs the development provider's fault injection and counters.
@@ -115,7 +115,7 @@ struct DevProviderClientTests {
             let provider = harness.provider
             let signIn = Task {
                 try await provider.signIn(
-                    .deviceCode { authorization in userCode.value.withLock { $0 = authorization.userCode } },
+                    .deviceCode { authorization in userCode.value.withLockedValue { $0 = authorization.userCode } },
                     into: store)
             }
             // Each poll waits its interval on the clock: the test moves time, nothing waits for it.
@@ -123,7 +123,7 @@ struct DevProviderClientTests {
             clock.advance(5)
             try await Self.untilAsleep(clock)  // the first poll came back pending
             #expect(dev.faults.count("token.urn:ietf:params:oauth:grant-type:device_code") == 1)
-            let code = try #require(userCode.value.withLock { $0 })
+            let code = try #require(userCode.value.withLockedValue { $0 })
             #expect(code.count == 9)
             #expect(try await approve(code, at: dev) == 200)
             clock.advance(5)
@@ -135,7 +135,7 @@ struct DevProviderClientTests {
 
     /// Holds the user code the prompt was shown.
     final class UserCode: Sendable {
-        let value = Mutex<String?>(nil)
+        let value = NIOLockedValueBox<String?>(nil)
     }
 
     /// Waits (briefly, in real time) until a task sleeps on `clock`.

@@ -4,9 +4,9 @@ import Latchkey
 import LatchkeyDevProvider
 import LatchkeyHTTP
 import LatchkeyTestSupport
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
-import Synchronization
 import Testing
 
 /// What a provider, a web page or another local process controls never crashes the client and
@@ -42,13 +42,13 @@ struct HostileInputTests {
                         request.method = .GET
                         let response = try await Browser.client.execute(request, timeout: .seconds(10))
                         let body = try await response.body.collect(upTo: 4096)
-                        stray.value.withLock { $0 = (response.status.code, String(buffer: body)) }
+                        stray.value.withLockedValue { $0 = (response.status.code, String(buffer: body)) }
                         try await Browser.signIn(at: url, harness: harness)
                     }
                 },
                 into: harness.store)
             #expect(try await credential.stored().metadata.preferredUsername == "alice")
-            let answer = try #require(stray.value.withLock { $0 })
+            let answer = try #require(stray.value.withLockedValue { $0 })
             #expect(answer.status == 400)
             #expect(answer.body.contains("ignored"))
         }
@@ -129,5 +129,5 @@ struct HostileInputTests {
 
 /// What the stray request got back.
 final class StrayAnswer: Sendable {
-    let value = Mutex<(status: UInt, body: String)?>(nil)
+    let value = NIOLockedValueBox<(status: UInt, body: String)?>(nil)
 }

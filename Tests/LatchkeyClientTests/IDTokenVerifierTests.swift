@@ -2,7 +2,7 @@ import Crypto
 import Foundation
 import JWTKit
 import Latchkey
-import Synchronization
+import NIOConcurrencyHelpers
 import Testing
 
 /// ID tokens that must be accepted or rejected, signed here with keys of the test's own.
@@ -186,7 +186,7 @@ struct IDTokenVerifierTests {
 
 /// A count shared with a `@Sendable` closure.
 final class Counter: Sendable {
-    private let count = Mutex(0)
-    var value: Int { count.withLock { $0 } }
-    func increment() { count.withLock { $0 += 1 } }
+    private let count = NIOLockedValueBox(0)
+    var value: Int { count.withLockedValue { $0 } }
+    func increment() { count.withLockedValue { $0 += 1 } }
 }

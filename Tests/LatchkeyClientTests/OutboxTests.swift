@@ -6,8 +6,8 @@ import LatchkeySQLite
 import LatchkeyStorageTesting
 import LatchkeyTestSupport
 import Logging
+import NIOConcurrencyHelpers
 import ServiceLifecycle
-import Synchronization
 import Testing
 
 /// The outbox against the development provider: what an offline sign-out queues, how a drain
@@ -240,10 +240,10 @@ struct OutboxTests: SignOutDevicesTest {
 
     /// The drainer's reports, as they come.
     final class Reports: Sendable {
-        private let all = Mutex<[DrainReport]>([])
-        func add(_ report: DrainReport) { all.withLock { $0.append(report) } }
-        var count: Int { all.withLock { $0.count } }
-        var last: DrainReport? { all.withLock { $0.last } }
+        private let all = NIOLockedValueBox<[DrainReport]>([])
+        func add(_ report: DrainReport) { all.withLockedValue { $0.append(report) } }
+        var count: Int { all.withLockedValue { $0.count } }
+        var last: DrainReport? { all.withLockedValue { $0.last } }
     }
 
     @Test("backoff doubles from the base, is capped, jittered, and never below Retry-After")

@@ -2,7 +2,7 @@ import Foundation
 import Latchkey
 import LatchkeyDevProvider
 import LatchkeyTestSupport
-import Synchronization
+import NIOConcurrencyHelpers
 import Testing
 
 /// A rotated refresh token is never lost and never sent twice; reads and writes of a credential
@@ -120,12 +120,12 @@ struct RefreshSafetyTests {
             let signedIn = try await signIn(harness)
             let store = harness.store
             let id = signedIn.id
-            let once = Mutex(true)
+            let once = NIOLockedValueBox(true)
             // Just before the request goes out, a program that does not take the refresh lease
             // refreshes the same credential and stores its answer.
             let racing = ForwardingProvider(harness.provider) { token throws(ProviderError) in
                 guard
-                    once.withLock({ first in
+                    once.withLockedValue({ first in
                         defer { first = false }
                         return first
                     })

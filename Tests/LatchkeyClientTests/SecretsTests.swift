@@ -4,7 +4,7 @@ import LatchkeyDevProvider
 import LatchkeySQLite
 import LatchkeyTestSupport
 import Logging
-import Synchronization
+import NIOConcurrencyHelpers
 import Testing
 
 /// Everything Latchkey logs at trace level, and every error it throws, over a whole lifecycle:
@@ -13,11 +13,11 @@ import Testing
 struct SecretsTests {
     /// Keeps every log line, with its metadata.
     final class Capture: Sendable {
-        private let lines = Mutex<[String]>([])
-        var all: [String] { lines.withLock { $0 } }
+        private let lines = NIOLockedValueBox<[String]>([])
+        var all: [String] { lines.withLockedValue { $0 } }
 
         func logger(_ label: String) -> Logger {
-            LineLogHandler.logger(label) { line, _ in self.lines.withLock { $0.append(line) } }
+            LineLogHandler.logger(label) { line, _ in self.lines.withLockedValue { $0.append(line) } }
         }
 
         /// A SQLite store in a new folder, logging here: what a device keeps on disk.

@@ -6,8 +6,8 @@ import LatchkeySQLite
 import LatchkeyStorageTesting
 import LatchkeyTestSupport
 import Logging
+import NIOConcurrencyHelpers
 import ServiceLifecycle
-import Synchronization
 import Testing
 
 /// Sign-out against the development provider: the Cognito walkthrough's seven tests, the

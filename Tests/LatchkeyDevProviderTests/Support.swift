@@ -3,10 +3,10 @@ import Crypto
 import Foundation
 import LatchkeyDevProvider
 import LatchkeyTestSupport
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOPosix
-import Synchronization
 import Testing
 
 /// An HTTP client that never follows redirects, so tests see exactly what the provider sent.

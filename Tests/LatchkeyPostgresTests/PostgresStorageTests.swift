@@ -4,8 +4,8 @@ import Latchkey
 import LatchkeyPostgres
 import LatchkeyStorageTesting
 import LatchkeyTestSupport
+import NIOConcurrencyHelpers
 import PostgresNIO
-import Synchronization
 import Testing
 
 /// The PostgreSQL store against a real server on loopback: the shipped storage contract, the
@@ -192,7 +192,7 @@ struct PostgresStorageTests {
 /// Records what a store's `changes` publishes, for a test to wait on.
 final class EventRecorder: Sendable {
     private final class Events: Sendable {
-        let list = Mutex<[CredentialStoreEvent]>([])
+        let list = NIOLockedValueBox<[CredentialStoreEvent]>([])
     }
     private let events = Events()
     private let task: Task<Void, Never>
@@ -200,13 +200,13 @@ final class EventRecorder: Sendable {
     init(_ store: CredentialStore) {
         let changes = store.changes
         let events = self.events
-        task = Task { for await event in changes { events.list.withLock { $0.append(event) } } }
+        task = Task { for await event in changes { events.list.withLockedValue { $0.append(event) } } }
     }
 
     deinit { task.cancel() }
 
     /// Everything recorded so far.
-    var recorded: [CredentialStoreEvent] { events.list.withLock { $0 } }
+    var recorded: [CredentialStoreEvent] { events.list.withLockedValue { $0 } }
 
     /// Waits until an event that `matches` has been recorded, calling `poke` every 200 ms
     /// meanwhile (a feed subscribes in the background: poke until it sees something).
@@ -229,7 +229,7 @@ final class EventRecorder: Sendable {
         return recorded.contains(where: matches)
     }
 
-    func clear() { events.list.withLock { $0 = [] } }
+    func clear() { events.list.withLockedValue { $0 = [] } }
 }
 
 /// Tokens with distinctive secret values that tests search for.

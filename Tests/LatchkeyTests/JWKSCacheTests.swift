@@ -2,14 +2,14 @@ import Foundation
 import JWTKit
 import Latchkey
 import LatchkeyTestSupport
-import Synchronization
+import NIOConcurrencyHelpers
 import Testing
 
 @Suite("JWKS cache")
 struct JWKSCacheTests {
     final class Counter: Sendable {
-        let fetches = Mutex(0)
-        let failing = Mutex(false)
+        let fetches = NIOLockedValueBox(0)
+        let failing = NIOLockedValueBox(false)
     }
 
     static let set = JWKS(keys: [])
@@ -17,8 +17,8 @@ struct JWKSCacheTests {
     func cache(_ counter: Counter, clock: TestClock) -> JWKSCache {
         JWKSCache(clock: clock, timeToLive: .seconds(3_600), minimumRefetchInterval: .seconds(60)) {
             _ async throws(ProviderError) -> JWKSCache.Fetched in
-            counter.fetches.withLock { $0 += 1 }
-            if counter.failing.withLock({ $0 }) {
+            counter.fetches.withLockedValue { $0 += 1 }
+            if counter.failing.withLockedValue({ $0 }) {
                 throw ProviderError(.httpStatus, endpoint: .jwks, reason: "down", status: 503)
             }
             try? await Task.sleep(for: .milliseconds(20))
@@ -35,13 +35,13 @@ struct JWKSCacheTests {
             for _ in 0..<50 { group.addTask { _ = try await keys.keys() } }
             try await group.waitForAll()
         }
-        #expect(counter.fetches.withLock { $0 } == 1)
+        #expect(counter.fetches.withLockedValue { $0 } == 1)
         clock.advance(by: .seconds(3_599))
         _ = try await keys.keys()
-        #expect(counter.fetches.withLock { $0 } == 1)
+        #expect(counter.fetches.withLockedValue { $0 } == 1)
         clock.advance(by: .seconds(1))
         _ = try await keys.keys()
-        #expect(counter.fetches.withLock { $0 } == 2, "stale after its time to live")
+        #expect(counter.fetches.withLockedValue { $0 } == 2, "stale after its time to live")
     }
 
     @Test("refetches for unknown key ids are rate-limited; a failed one does not count")
@@ -51,15 +51,15 @@ struct JWKSCacheTests {
         let keys = cache(counter, clock: clock)
         _ = try await keys.keys()
         _ = try await keys.keys(refetch: true)  // a rotated key, right after the first fetch: allowed
-        #expect(counter.fetches.withLock { $0 } == 2)
+        #expect(counter.fetches.withLockedValue { $0 } == 2)
         for _ in 0..<20 { _ = try await keys.keys(refetch: true) }  // made-up key ids
-        #expect(counter.fetches.withLock { $0 } == 2)
+        #expect(counter.fetches.withLockedValue { $0 } == 2)
         clock.advance(by: .seconds(60))
-        counter.failing.withLock { $0 = true }
+        counter.failing.withLockedValue { $0 = true }
         await #expect(throws: ProviderError.self) { _ = try await keys.keys(refetch: true) }
-        counter.failing.withLock { $0 = false }
+        counter.failing.withLockedValue { $0 = false }
         _ = try await keys.keys(refetch: true)  // the failure did not use up the allowance
-        #expect(counter.fetches.withLock { $0 } == 4)
+        #expect(counter.fetches.withLockedValue { $0 } == 4)
     }
 
     @Test("only localhost, 127.0.0.0/8 and ::1 are loopback for plain http")

@@ -3,7 +3,7 @@ import HTTPTypes
 import Latchkey
 import LatchkeyHTTP
 import LatchkeySQLite
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// One process of the multi-process DPoP test: a bound credential in a shared SQLite store,
 /// refreshed once (whichever process gets there first) and asked for userinfo many times, with
@@ -12,7 +12,7 @@ enum DPoPWorker {
     /// Counts what the provider answered.
     final class CountingTransport: HTTPTransport {
         let inner: any HTTPTransport
-        let counts = Mutex((refreshes: 0, challenges: 0))
+        let counts = NIOLockedValueBox((refreshes: 0, challenges: 0))
 
         init(inner: any HTTPTransport) { self.inner = inner }
 
@@ -27,7 +27,7 @@ enum DPoPWorker {
             let refresh =
                 request.path?.hasSuffix("/token") == true && answer.response.status.code == 200
                 && String(decoding: body ?? Data(), as: UTF8.self).contains("grant_type=refresh_token")
-            counts.withLock {
+            counts.withLockedValue {
                 if challenge { $0.challenges += 1 }
                 if refresh { $0.refreshes += 1 }
             }
@@ -50,7 +50,7 @@ enum DPoPWorker {
         var nonceFailures = 0
         var most = 0
         func call(_ body: () async throws -> Void) async {
-            let before = transport.counts.withLock { $0.challenges }
+            let before = transport.counts.withLockedValue { $0.challenges }
             do {
                 try await body()
             } catch {
@@ -58,11 +58,11 @@ enum DPoPWorker {
                 if (error as? ProviderError)?.oauthError == .useDPoPNonce { nonceFailures += 1 }
                 FileHandle.standardError.write(Data("call failed: \(error)\n".utf8))
             }
-            most = max(most, transport.counts.withLock { $0.challenges } - before)
+            most = max(most, transport.counts.withLockedValue { $0.challenges } - before)
         }
         await call { _ = try await credential.accessToken() }
         for _ in 0..<calls { await call { _ = try await credential.userInfo() } }
-        let refreshes = transport.counts.withLock { $0.refreshes }
+        let refreshes = transport.counts.withLockedValue { $0.refreshes }
         say(
             "refreshes \(refreshes) calls \(calls + 1) failed \(failed) nonce-failures \(nonceFailures) most-challenges \(most)"
         )

@@ -1,4 +1,4 @@
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// Lets one test at a time into a part of the suite: the tests that drive Glewlwyd, whose
 /// SQLite database answers 500 now and then when the whole suite writes to it at once
@@ -9,7 +9,7 @@ public final class AsyncGate: Sendable {
         var waiters: [CheckedContinuation<Void, Never>] = []
     }
 
-    private let state = Mutex(State())
+    private let state = NIOLockedValueBox(State())
 
     public init() {}
 
@@ -19,7 +19,7 @@ public final class AsyncGate: Sendable {
     /// Runs `body` once no other holder is inside.
     public func run<T>(_ body: () async throws -> T) async rethrows -> T {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let now = state.withLock { state -> Bool in
+            let now = state.withLockedValue { state -> Bool in
                 guard state.busy else {
                     state.busy = true
                     return true
@@ -30,7 +30,7 @@ public final class AsyncGate: Sendable {
             if now { continuation.resume() }
         }
         defer {
-            let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            let next = state.withLockedValue { state -> CheckedContinuation<Void, Never>? in
                 guard !state.waiters.isEmpty else {
                     state.busy = false
                     return nil

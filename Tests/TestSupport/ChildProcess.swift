@@ -1,6 +1,6 @@
 public import Foundation
+import NIOConcurrencyHelpers
 import Subprocess
-import Synchronization
 import SystemPackage
 
 /// A process a test starts, talks to and waits for.
@@ -27,9 +27,9 @@ public final class ChildProcess: Sendable {
             var openStreams = 2
             var ended: Bool { openStreams <= 0 }
         }
-        let state = Mutex(State())
-        func withLock<T>(_ body: (inout State) -> T) -> T {
-            state.withLock { body(&$0) }
+        let state = NIOLockedValueBox(State())
+        func withLockedValue<T>(_ body: (inout State) -> T) -> T {
+            state.withLockedValue { body(&$0) }
         }
     }
 
@@ -68,7 +68,7 @@ public final class ChildProcess: Sendable {
             variables[Environment.Key(stringLiteral: name)] = value
         }
         let task = Task<Int32, any Error> {
-            defer { output.withLock { $0.openStreams = 0 } }
+            defer { output.withLockedValue { $0.openStreams = 0 } }
             do {
                 let result = try await Subprocess.run(
                     .path(FilePath(executable.path)), arguments: Arguments(arguments),
@@ -83,17 +83,17 @@ public final class ChildProcess: Sendable {
                             try? await execution.standardInputWriter.finish()
                         }
                         group.addTask {
-                            defer { output.withLock { $0.openStreams -= 1 } }
+                            defer { output.withLockedValue { $0.openStreams -= 1 } }
                             for try await chunk in execution.standardOutput {
                                 let text = chunk.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
-                                output.withLock { $0.stdout += text }
+                                output.withLockedValue { $0.stdout += text }
                             }
                         }
                         group.addTask {
-                            defer { output.withLock { $0.openStreams -= 1 } }
+                            defer { output.withLockedValue { $0.openStreams -= 1 } }
                             for try await chunk in execution.standardError {
                                 let text = chunk.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
-                                output.withLock { $0.stderr += text }
+                                output.withLockedValue { $0.stderr += text }
                             }
                         }
                         // The output ends with the process; input may still be open then.
@@ -168,7 +168,7 @@ public final class ChildProcess: Sendable {
     private func text(standardError: Bool, until done: (String) -> Bool) async throws -> String {
         let deadline = ContinuousClock.now + TestTiming.scaled(Self.limit)
         while true {
-            let (text, ended) = output.withLock { (standardError ? $0.stderr : $0.stdout, $0.ended) }
+            let (text, ended) = output.withLockedValue { (standardError ? $0.stderr : $0.stdout, $0.ended) }
             if ended || done(text) { return text }
             if ContinuousClock.now > deadline { throw timedOut("write what the test waits for") }
             try await Task.sleep(for: .milliseconds(20))
@@ -186,25 +186,25 @@ public final class ChildProcess: Sendable {
         let task = self.task
         let once = Once()
         let status = try await withCheckedThrowingContinuation { continuation in
-            once.continuation.withLock { $0 = continuation }
+            once.continuation.withLockedValue { $0 = continuation }
             let resume: @Sendable (Swift.Result<Int32, any Error>) -> Void = { result in
-                once.continuation.withLock { $0.take() }?.resume(with: result)
+                once.continuation.withLockedValue { $0.take() }?.resume(with: result)
             }
             Task { resume(await task.result) }
             Task {
                 try? await Task.sleep(for: TestTiming.scaled(Self.limit))
-                guard once.continuation.withLock({ $0 != nil }) else { return }
+                guard once.continuation.withLockedValue({ $0 != nil }) else { return }
                 let error = self.timedOut("end")
                 self.send(signal: SIGKILL)
                 resume(.failure(error))
             }
         }
-        return output.withLock { Result(status: status, stdout: $0.stdout, stderr: $0.stderr) }
+        return output.withLockedValue { Result(status: status, stdout: $0.stdout, stderr: $0.stderr) }
     }
 
     /// The wait for the process, resumed once: by its end or by the time limit.
     private final class Once: Sendable {
-        let continuation = Mutex<CheckedContinuation<Int32, any Error>?>(nil)
+        let continuation = NIOLockedValueBox<CheckedContinuation<Int32, any Error>?>(nil)
     }
 
     /// A child did not do what the test waited for within ``ChildProcess/limit``.
@@ -213,7 +213,7 @@ public final class ChildProcess: Sendable {
     }
 
     private func timedOut(_ what: String) -> TimedOut {
-        let (stdout, stderr) = output.withLock { ($0.stdout, $0.stderr) }
+        let (stdout, stderr) = output.withLockedValue { ($0.stdout, $0.stderr) }
         return TimedOut(
             description: "process \(processIdentifier) did not \(what) within \(TestTiming.scaled(Self.limit)); "
                 + "its output so far: \(stdout.suffix(2000)) | its errors so far: \(stderr.suffix(2000))")

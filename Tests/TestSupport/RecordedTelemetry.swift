@@ -2,7 +2,7 @@ import CoreMetrics
 import Foundation
 public import InMemoryTracing
 import Instrumentation
-import Synchronization
+import NIOConcurrencyHelpers
 import Tracing
 
 /// The test process's metrics and tracing backends: every metric Latchkey makes and every span
@@ -51,7 +51,7 @@ public enum RecordedTelemetry {
 
     /// The tracer every span of the test process goes to.
     public static let tracer = InMemoryTracer()
-    private static let state = Mutex(State())
+    private static let state = NIOLockedValueBox(State())
 
     private struct State {
         /// Every distinct metric (label and dimensions) made in this process.
@@ -75,11 +75,11 @@ public enum RecordedTelemetry {
     ) async rethrows -> (T, Recording) {
         install()
         let tag = UUID()
-        state.withLock { $0.recordings[tag] = [] }
+        state.withLockedValue { $0.recordings[tag] = [] }
         var context = InstrumentationContext.current ?? .topLevel
         context[TagKey.self] = tag
         let value = try await InstrumentationContext.withValue(context) { try await body() }
-        let events = state.withLock { $0.recordings.removeValue(forKey: tag) ?? [] }
+        let events = state.withLockedValue { $0.recordings.removeValue(forKey: tag) ?? [] }
         let spans = tracer.finishedSpans.filter { $0.context[TagKey.self] == tag }
         return (value, Recording(events: events, spans: spans))
     }
@@ -87,7 +87,7 @@ public enum RecordedTelemetry {
     /// Every name and value of the process's metrics and finished spans, one string each: what
     /// the trace pass checks for tokens.
     static func everythingNamed() -> [String] {
-        var texts = state.withLock { Array($0.metrics) }
+        var texts = state.withLockedValue { Array($0.metrics) }
         for span in tracer.finishedSpans {
             texts.append(span.operationName)
             span.attributes.forEach { name, attribute in texts.append("\(name)=\(attribute)") }
@@ -102,14 +102,14 @@ public enum RecordedTelemetry {
 
     fileprivate static func made(_ label: String, _ dimensions: [(String, String)]) {
         let text = ([label] + dimensions.map { "\($0)=\($1)" }).joined(separator: " ")
-        state.withLock { _ = $0.metrics.insert(text) }
+        state.withLockedValue { _ = $0.metrics.insert(text) }
     }
 
     fileprivate static func record(_ label: String, _ dimensions: [(String, String)], _ value: Double) {
         guard let tag = InstrumentationContext.current?[TagKey.self] else { return }
         let event = Event(
             label: label, dimensions: Dictionary(dimensions, uniquingKeysWith: { _, last in last }), value: value)
-        state.withLock { state in state.recordings[tag]?.append(event) }
+        state.withLockedValue { state in state.recordings[tag]?.append(event) }
     }
 
     /// Makes handlers that pass every value to ``record(_:_:_:)``.

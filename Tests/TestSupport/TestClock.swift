@@ -1,6 +1,6 @@
 public import Foundation
 public import Latchkey
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// The one clock the tests move by hand: a `LatchkeyClock` whose date and instants move only when
 /// ``advance(by:)`` or ``advance(_:)`` is called, and whose sleepers wake when time passes their
@@ -26,18 +26,18 @@ public final class TestClock: LatchkeyClock {
         var nextID: UInt64 = 0
     }
 
-    private let state = Mutex(State())
+    private let state = NIOLockedValueBox(State())
     /// The date at the clock's zero instant.
     public let origin: Date
 
     /// A clock at `origin` (now, by default).
     public init(origin: Date = Date()) { self.origin = origin }
 
-    public var now: Instant { state.withLock { $0.now } }
+    public var now: Instant { state.withLockedValue { $0.now } }
     public var minimumResolution: Duration { .nanoseconds(1) }
 
     public var date: Date {
-        let offset = state.withLock { $0.now.offset }
+        let offset = state.withLockedValue { $0.now.offset }
         return origin.addingTimeInterval(
             Double(offset.components.seconds) + Double(offset.components.attoseconds) / 1e18)
     }
@@ -45,7 +45,7 @@ public final class TestClock: LatchkeyClock {
     /// Sleeps until the clock is moved past `deadline`; a cancelled sleeper wakes at once with
     /// `CancellationError`, as the system's clocks do.
     public func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
-        let id = state.withLock { state -> UInt64 in
+        let id = state.withLockedValue { state -> UInt64 in
             state.nextID += 1
             return state.nextID
         }
@@ -53,7 +53,7 @@ public final class TestClock: LatchkeyClock {
             try await withCheckedThrowingContinuation { continuation in
                 // Checked under the lock the cancellation handler takes, so a cancellation either
                 // finds the sleeper or is seen here.
-                let wake = state.withLock { state -> Bool? in
+                let wake = state.withLockedValue { state -> Bool? in
                     if Task.isCancelled { return false }
                     if deadline <= state.now { return true }
                     state.sleepers.append(Sleeper(id: id, deadline: deadline, continuation: continuation))
@@ -66,7 +66,7 @@ public final class TestClock: LatchkeyClock {
                 }
             }
         } onCancel: {
-            let cancelled = state.withLock { state -> Sleeper? in
+            let cancelled = state.withLockedValue { state -> Sleeper? in
                 guard let index = state.sleepers.firstIndex(where: { $0.id == id }) else { return nil }
                 return state.sleepers.remove(at: index)
             }
@@ -76,7 +76,7 @@ public final class TestClock: LatchkeyClock {
 
     /// Moves time forward, waking every sleeper whose deadline has come.
     public func advance(by duration: Duration) {
-        let woken = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
+        let woken = state.withLockedValue { state -> [CheckedContinuation<Void, any Error>] in
             state.now = state.now.advanced(by: duration)
             let now = state.now
             let due = state.sleepers.filter { $0.deadline <= now }.map(\.continuation)
@@ -90,7 +90,7 @@ public final class TestClock: LatchkeyClock {
     public func advance(_ seconds: TimeInterval) { advance(by: .milliseconds(Int64((seconds * 1_000).rounded()))) }
 
     /// How many tasks are asleep on this clock.
-    public var sleeperCount: Int { state.withLock { $0.sleepers.count } }
+    public var sleeperCount: Int { state.withLockedValue { $0.sleepers.count } }
 }
 
 extension LatchkeyClock {

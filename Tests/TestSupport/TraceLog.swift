@@ -2,7 +2,7 @@ import Foundation
 import HTTPTypes
 public import Latchkey
 public import Logging
-import Synchronization
+import NIOConcurrencyHelpers
 import Testing
 
 /// The trace pass: the whole suite once more with every Latchkey component logging at trace
@@ -28,13 +28,13 @@ public enum TraceLog {
         var leaks: [String] = []
     }
 
-    private static let state: Mutex<State> = {
+    private static let state: NIOLockedValueBox<State> = {
         if isEnabled {
             // Metrics and spans are checked too: every one the run made, when it ends.
             RecordedTelemetry.install()
             atexit { TraceLog.writeReport() }
         }
-        return Mutex(State())
+        return NIOLockedValueBox(State())
     }()
 
     /// A logger for a Latchkey component: trace level and checked in the trace pass, nil (the
@@ -58,17 +58,17 @@ public enum TraceLog {
     /// `at-alice`) are left out: they would match ordinary words.
     public static func register(secret value: String) {
         guard value.utf8.count >= 16 else { return }
-        state.withLock { _ = $0.secrets.insert(value) }
+        state.withLockedValue { _ = $0.secrets.insert(value) }
     }
 
     /// The known secrets `line` holds.
     public static func leaks(in line: String) -> [String] {
-        state.withLock { state in state.secrets.filter { line.contains($0) } }
+        state.withLockedValue { state in state.secrets.filter { line.contains($0) } }
     }
 
     /// Counts `line`, and returns the secrets it leaks.
     static func check(_ line: String) -> [String] {
-        state.withLock { state in
+        state.withLockedValue { state in
             state.lines += 1
             let found = state.secrets.filter { line.contains($0) }
             if !found.isEmpty { state.leaks.append(line) }
@@ -79,7 +79,7 @@ public enum TraceLog {
     private static func writeReport() {
         guard let path = ProcessInfo.processInfo.environment["LATCHKEY_TEST_TRACE_REPORT"] else { return }
         let telemetry = RecordedTelemetry.everythingNamed()
-        let report = state.withLock { state in
+        let report = state.withLockedValue { state in
             // A metric or span that holds a token is named in the report with the token cut out.
             var named: [String] = []
             for text in telemetry {

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// Hands every value it is given to every current subscriber, each through its own
 /// `AsyncStream`. A subscriber that stops listening is forgotten; one that falls more than
@@ -8,7 +8,7 @@ final class Broadcast<Element: Sendable>: Sendable {
     /// The most values a subscriber may fall behind.
     static var bufferSize: Int { 1_024 }
 
-    private let subscribers = Mutex<[UUID: AsyncStream<Element>.Continuation]>([:])
+    private let subscribers = NIOLockedValueBox<[UUID: AsyncStream<Element>.Continuation]>([:])
     /// What a subscriber that lost values is sent before the next value it gets.
     private let missed: Element?
 
@@ -23,15 +23,15 @@ final class Broadcast<Element: Sendable>: Sendable {
             bufferingPolicy: .bufferingNewest(Self.bufferSize))
         let id = UUID()
         continuation.onTermination = { [weak self] _ in
-            _ = self?.subscribers.withLock { $0.removeValue(forKey: id) }
+            _ = self?.subscribers.withLockedValue { $0.removeValue(forKey: id) }
         }
-        subscribers.withLock { $0[id] = continuation }
+        subscribers.withLockedValue { $0[id] = continuation }
         return stream
     }
 
     /// Sends `element` to every subscriber.
     func send(_ element: Element) {
-        for continuation in subscribers.withLock({ Array($0.values) }) {
+        for continuation in subscribers.withLockedValue({ Array($0.values) }) {
             // A full buffer drops its oldest value: the subscriber is told right behind the newest
             // one, where the notice is the last thing to be dropped.
             if case .dropped = continuation.yield(element), let missed { continuation.yield(missed) }
@@ -39,7 +39,7 @@ final class Broadcast<Element: Sendable>: Sendable {
     }
 
     deinit {
-        for continuation in subscribers.withLock({ Array($0.values) }) {
+        for continuation in subscribers.withLockedValue({ Array($0.values) }) {
             continuation.finish()
         }
     }

@@ -1,4 +1,4 @@
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// Wakes the tasks of this process that wait for a lease another task of this process releases,
 /// so that a lease passes from holder to holder at once within a process; waiters for a holder
@@ -8,13 +8,13 @@ package final class LeaseWakeups: Sendable {
     package static let shared = LeaseWakeups()
 
     private final class Waiter: Sendable {
-        private let continuation = Mutex<CheckedContinuation<Void, Never>?>(nil)
-        private let done = Mutex(false)
+        private let continuation = NIOLockedValueBox<CheckedContinuation<Void, Never>?>(nil)
+        private let done = NIOLockedValueBox(false)
 
         func park(_ continuation: CheckedContinuation<Void, Never>) {
-            let resumeNow = done.withLock { done -> Bool in
+            let resumeNow = done.withLockedValue { done -> Bool in
                 if done { return true }
-                self.continuation.withLock { $0 = continuation }
+                self.continuation.withLockedValue { $0 = continuation }
                 return false
             }
             if resumeNow { continuation.resume() }
@@ -22,16 +22,16 @@ package final class LeaseWakeups: Sendable {
 
         /// Resumes the waiter, once.
         func resume() {
-            let parked = done.withLock { done -> CheckedContinuation<Void, Never>? in
+            let parked = done.withLockedValue { done -> CheckedContinuation<Void, Never>? in
                 guard !done else { return nil }
                 done = true
-                return continuation.withLock { $0.take() }
+                return continuation.withLockedValue { $0.take() }
             }
             parked?.resume()
         }
     }
 
-    private let waiters = Mutex<[String: [Waiter]]>([:])
+    private let waiters = NIOLockedValueBox<[String: [Waiter]]>([:])
 
     package init() {}
 
@@ -39,7 +39,7 @@ package final class LeaseWakeups: Sendable {
     /// the task is cancelled, whichever comes first.
     package func wait(for key: String, atMost timeout: Duration) async {
         let waiter = Waiter()
-        waiters.withLock { $0[key, default: []].append(waiter) }
+        waiters.withLockedValue { $0[key, default: []].append(waiter) }
         let timer = Task {
             try? await Task.sleep(for: timeout)
             waiter.resume()
@@ -50,12 +50,12 @@ package final class LeaseWakeups: Sendable {
             waiter.resume()
         }
         timer.cancel()
-        waiters.withLock { $0[key]?.removeAll { $0 === waiter } }
+        waiters.withLockedValue { $0[key]?.removeAll { $0 === waiter } }
     }
 
     /// Wakes every task waiting for the lease named `key`.
     package func release(_ key: String) {
-        let woken = waiters.withLock { $0.removeValue(forKey: key) ?? [] }
+        let woken = waiters.withLockedValue { $0.removeValue(forKey: key) ?? [] }
         for waiter in woken { waiter.resume() }
     }
 }

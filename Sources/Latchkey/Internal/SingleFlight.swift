@@ -1,4 +1,4 @@
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// One operation at a time, shared: callers that arrive while it runs wait for its result
 /// instead of starting another. The one single-flight of Latchkey (a credential's refresh, a
@@ -12,7 +12,7 @@ package final class SingleFlight<Success: Sendable, Failure: Error>: Sendable {
         var generation: UInt64 = 0
     }
 
-    private let state = Mutex(State())
+    private let state = NIOLockedValueBox(State())
 
     package init() {}
 
@@ -21,13 +21,13 @@ package final class SingleFlight<Success: Sendable, Failure: Error>: Sendable {
     package func run(_ operation: @escaping @Sendable () async -> Result<Success, Failure>) async -> (
         result: Result<Success, Failure>, joined: Bool
     ) {
-        let (task, joined) = state.withLock { state -> (Task<Result<Success, Failure>, Never>, Bool) in
+        let (task, joined) = state.withLockedValue { state -> (Task<Result<Success, Failure>, Never>, Bool) in
             if let running = state.running { return (running, true) }
             state.generation &+= 1
             let generation = state.generation
             let task = Task {
                 let result = await operation()
-                self.state.withLock { if $0.generation == generation { $0.running = nil } }
+                self.state.withLockedValue { if $0.generation == generation { $0.running = nil } }
                 return result
             }
             state.running = task
@@ -40,27 +40,27 @@ package final class SingleFlight<Success: Sendable, Failure: Error>: Sendable {
 /// A value fetched once and kept, with one fetch in flight at a time for every caller that
 /// needs it meanwhile; a failed fetch is not kept, so the next caller tries again.
 package final class CachedValue<Value: Sendable, Failure: Error>: Sendable {
-    private let cached: Mutex<Value?>
+    private let cached: NIOLockedValueBox<Value?>
     private let flight = SingleFlight<Value, Failure>()
 
     /// A cache, holding `value` already when it is given.
     package init(_ value: Value? = nil) {
-        cached = Mutex(value)
+        cached = NIOLockedValueBox(value)
     }
 
     /// The kept value, if any.
-    package var current: Value? { cached.withLock { $0 } }
+    package var current: Value? { cached.withLockedValue { $0 } }
 
     /// The kept value, or the one `fetch` gets (shared with every caller waiting meanwhile).
     package func value(_ fetch: @escaping @Sendable () async -> Result<Value, Failure>) async throws(Failure) -> Value {
         if let value = current { return value }
         let value = try await flight.run(fetch).result.get()
-        cached.withLock { $0 = value }
+        cached.withLockedValue { $0 = value }
         return value
     }
 
     /// Replaces the kept value.
     package func set(_ value: Value?) {
-        cached.withLock { $0 = value }
+        cached.withLockedValue { $0 = value }
     }
 }

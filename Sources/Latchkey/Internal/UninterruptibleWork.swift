@@ -1,4 +1,4 @@
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// Work that must finish once it has started: a refresh, from the moment its request goes out
 /// until the provider's answer is stored. The provider may rotate the refresh token as soon as it
@@ -16,19 +16,19 @@ package enum UninterruptibleWork {
         var observer: (@Sendable (Duration) -> Void)?
     }
 
-    private static let state = Mutex(State())
+    private static let state = NIOLockedValueBox(State())
 
     /// Runs `body` as work that must finish, on the caller's isolation.
     package static func run<Result, Failure: Error>(
         isolation: isolated (any Actor)? = #isolation, _ body: () async throws(Failure) -> Result
     ) async throws(Failure) -> Result {
         let started = ContinuousClock.now
-        let observer = state.withLock { state in
+        let observer = state.withLockedValue { state in
             state.running += 1
             return state.observer
         }
         defer {
-            let waiters = state.withLock { state in
+            let waiters = state.withLockedValue { state in
                 state.running -= 1
                 guard state.running == 0 else { return [CheckedContinuation<Void, Never>]() }
                 defer { state.waiters = [] }
@@ -43,7 +43,7 @@ package enum UninterruptibleWork {
     /// Returns once no such work is running (at once when none is).
     package static func whenIdle() async {
         await withCheckedContinuation { continuation in
-            let idle = state.withLock { state in
+            let idle = state.withLockedValue { state in
                 guard state.running > 0 else { return true }
                 state.waiters.append(continuation)
                 return false
@@ -53,11 +53,11 @@ package enum UninterruptibleWork {
     }
 
     /// Whether such work is running now.
-    package static var isRunning: Bool { state.withLock { $0.running > 0 } }
+    package static var isRunning: Bool { state.withLockedValue { $0.running > 0 } }
 
     /// Calls `observer` with the length of every piece of such work from now on (`nil` stops):
     /// how the benchmark measures the window a `SIGKILL` could hit.
     package static func observe(_ observer: (@Sendable (Duration) -> Void)?) {
-        state.withLock { $0.observer = observer }
+        state.withLockedValue { $0.observer = observer }
     }
 }

@@ -1,6 +1,6 @@
 package import Foundation
 import HTTPTypes
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// The nonces servers gave for DPoP proofs (RFC 9449 §8 for a provider, §9 for a resource
 /// server), by origin: the latest one a server sent, in a challenge or beside a success, goes
@@ -8,8 +8,8 @@ import Synchronization
 /// store with such storage uses them, so that every process sharing it sees the latest; a
 /// storage failure falls back to this process's own (a stale nonce costs one challenge).
 package final class DPoPNonces: Sendable {
-    private let nonces = Mutex<[String: String]>([:])
-    private let shared = Mutex<(any DPoPNonceStorage)?>(nil)
+    private let nonces = NIOLockedValueBox<[String: String]>([:])
+    private let shared = NIOLockedValueBox<(any DPoPNonceStorage)?>(nil)
     /// What the nonces belong to besides their origin: a provider's client (a provider may keep
     /// one nonce per client), or nothing for resource servers.
     private let scope: String
@@ -21,7 +21,7 @@ package final class DPoPNonces: Sendable {
     /// Shares the nonces through `storage` from now on (the first storage given is kept).
     package func share(through storage: (any DPoPNonceStorage)?) {
         guard let storage else { return }
-        shared.withLock { if $0 == nil { $0 = storage } }
+        shared.withLockedValue { if $0 == nil { $0 = storage } }
     }
 
     /// The nonce last given by the server at `url`'s origin. The store is read for a server that
@@ -30,12 +30,14 @@ package final class DPoPNonces: Sendable {
     package func nonce(for url: URL) async -> String? {
         let key = self.key(for: url)
         // nil: never looked; "": looked, and the server gave none.
-        let known = nonces.withLock { nonces in
+        let known = nonces.withLockedValue { nonces in
             defer { if nonces[key] == nil { nonces[key] = "" } }
             return nonces[key]
         }
-        if known != "", let storage = shared.withLock({ $0 }), let stored = try? await storage.dpopNonce(for: key) {
-            nonces.withLock { $0[key] = stored }
+        if known != "", let storage = shared.withLockedValue({ $0 }),
+            let stored = try? await storage.dpopNonce(for: key)
+        {
+            nonces.withLockedValue { $0[key] = stored }
             return stored
         }
         return known?.isEmpty == false ? known : nil
@@ -43,8 +45,8 @@ package final class DPoPNonces: Sendable {
 
     /// Writes the nonces learned before the store was known (a sign-in's) to the store.
     package func flush() async {
-        guard let storage = shared.withLock({ $0 }) else { return }
-        for (key, nonce) in nonces.withLock({ $0 }) where !nonce.isEmpty {
+        guard let storage = shared.withLockedValue({ $0 }) else { return }
+        for (key, nonce) in nonces.withLockedValue({ $0 }) where !nonce.isEmpty {
             try? await storage.setDPoPNonce(nonce, for: key)
         }
     }
@@ -52,12 +54,12 @@ package final class DPoPNonces: Sendable {
     /// Keeps `nonce` as the one the server at `url`'s origin wants next.
     package func record(_ nonce: String, for url: URL) async {
         let key = self.key(for: url)
-        let changed = nonces.withLock { nonces in
+        let changed = nonces.withLockedValue { nonces in
             defer { nonces[key] = nonce }
             return nonces[key] != nonce
         }
         guard !nonce.isEmpty else { return }
-        if changed, let storage = shared.withLock({ $0 }) { try? await storage.setDPoPNonce(nonce, for: key) }
+        if changed, let storage = shared.withLockedValue({ $0 }) { try? await storage.setDPoPNonce(nonce, for: key) }
     }
 
     /// Scope, scheme, host and port: a nonce belongs to a server, not to one of its paths.

@@ -1,8 +1,8 @@
 import AsyncHTTPClient
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
-import Synchronization
 
 /// The shape of the logout tokens the provider sends: both are in use.
 public enum DevProviderLogoutTokenShape: String, Sendable, Codable, CaseIterable {
@@ -44,30 +44,30 @@ public final class DevProviderBackChannel: Sendable {
         var fault: DevProviderLogoutTokenFault?
         var deliveries: [Delivery] = []
     }
-    private let settings = Mutex(Settings())
+    private let settings = NIOLockedValueBox(Settings())
 
     init() {}
 
     /// The shape of the tokens sent from now on (``DevProviderLogoutTokenShape/standard`` at first).
     public var shape: DevProviderLogoutTokenShape {
-        get { settings.withLock { $0.shape } }
-        set { settings.withLock { $0.shape = newValue } }
+        get { settings.withLockedValue { $0.shape } }
+        set { settings.withLockedValue { $0.shape = newValue } }
     }
 
     /// A fault in every token sent from now on, until set to `nil`.
     public var fault: DevProviderLogoutTokenFault? {
-        get { settings.withLock { $0.fault } }
-        set { settings.withLock { $0.fault = newValue } }
+        get { settings.withLockedValue { $0.fault } }
+        set { settings.withLockedValue { $0.fault = newValue } }
     }
 
     /// Every POST so far, oldest first.
-    public var deliveries: [Delivery] { settings.withLock { $0.deliveries } }
+    public var deliveries: [Delivery] { settings.withLockedValue { $0.deliveries } }
 
     /// Signs a token for each notice and POSTs it, all at once; returns when every POST is
     /// answered or timed out (thirty seconds: a receiver under load in a test is slow, not gone).
     func deliver(_ notices: [ProviderState.LogoutNotice], keys: SigningKeys, now: Date) async {
         guard !notices.isEmpty else { return }
-        let (shape, fault) = settings.withLock { ($0.shape, $0.fault) }
+        let (shape, fault) = settings.withLockedValue { ($0.shape, $0.fault) }
         await withTaskGroup(of: Void.self) { group in
             for notice in notices {
                 group.addTask {
@@ -77,7 +77,7 @@ public final class DevProviderBackChannel: Sendable {
                     let times = fault == .replay ? 2 : 1
                     for _ in 0..<times {
                         let status = await Self.post(token, to: notice.uri)
-                        self.settings.withLock {
+                        self.settings.withLockedValue {
                             $0.deliveries.append(Delivery(uri: notice.uri, status: status, logoutToken: token))
                         }
                     }

@@ -1,8 +1,8 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import NIOConcurrencyHelpers
 import NIOCore
-import Synchronization
 
 /// The provider's endpoints, as fault injection and request counters name them.
 ///
@@ -158,20 +158,20 @@ public final class DevProviderFaults: Sendable {
         var peaks: [DevProviderEndpoint: Int] = [:]
     }
 
-    private let state = Mutex(State())
+    private let state = NIOLockedValueBox(State())
 
     init() {}
 
     /// Injects `fault` into `endpoint`, or into every endpoint when `endpoint` is `nil`.
     public func set(_ fault: DevProviderFault, for endpoint: DevProviderEndpoint? = nil) {
-        state.withLock { state in
+        state.withLockedValue { state in
             if let endpoint { state.faults[endpoint] = fault } else { state.everywhere = fault }
         }
     }
 
     /// Clears the fault of `endpoint`, or every fault (and offline) when `endpoint` is `nil`.
     public func clear(_ endpoint: DevProviderEndpoint? = nil) {
-        state.withLock { state in
+        state.withLockedValue { state in
             if let endpoint {
                 state.faults[endpoint] = nil
             } else {
@@ -184,16 +184,16 @@ public final class DevProviderFaults: Sendable {
 
     /// While offline, every endpoint but the admin one closes connections without answering.
     public var isOffline: Bool {
-        get { state.withLock { $0.offline } }
-        set { state.withLock { $0.offline = newValue } }
+        get { state.withLockedValue { $0.offline } }
+        set { state.withLockedValue { $0.offline = newValue } }
     }
 
     /// Requests received per endpoint (`token`, `revocation`, …) and per token grant
     /// (`token.refresh_token`, `token.password`, …), since the start or the last reset.
-    public var counters: [String: Int] { state.withLock { $0.counters } }
+    public var counters: [String: Int] { state.withLockedValue { $0.counters } }
 
     /// The number of requests counted under `name`.
-    public func count(_ name: String) -> Int { state.withLock { $0.counters[name, default: 0] } }
+    public func count(_ name: String) -> Int { state.withLockedValue { $0.counters[name, default: 0] } }
 
     /// The number of requests `endpoint` received.
     public func count(_ endpoint: DevProviderEndpoint) -> Int { count(endpoint.rawValue) }
@@ -201,12 +201,12 @@ public final class DevProviderFaults: Sendable {
     /// The most requests `endpoint` was serving at the same moment, since the start or the
     /// last reset: how a test sees that a client works in parallel without timing it.
     public func peakConcurrency(_ endpoint: DevProviderEndpoint) -> Int {
-        state.withLock { $0.peaks[endpoint, default: 0] }
+        state.withLockedValue { $0.peaks[endpoint, default: 0] }
     }
 
     /// Sets every counter, and every peak concurrency, back to zero.
     public func resetCounters() {
-        state.withLock { state in
+        state.withLockedValue { state in
             state.counters = [:]
             state.peaks = [:]
         }
@@ -214,17 +214,17 @@ public final class DevProviderFaults: Sendable {
 
     /// Marks a request to `endpoint` as being served (`started`) or done.
     func serving(_ endpoint: DevProviderEndpoint, started: Bool) {
-        state.withLock { state in
+        state.withLockedValue { state in
             state.inFlight[endpoint, default: 0] += started ? 1 : -1
             state.peaks[endpoint] = max(state.peaks[endpoint, default: 0], state.inFlight[endpoint, default: 0])
         }
     }
 
-    func increment(_ name: String) { state.withLock { $0.counters[name, default: 0] += 1 } }
+    func increment(_ name: String) { state.withLockedValue { $0.counters[name, default: 0] += 1 } }
 
     /// Counts a request to `endpoint` and takes the fault that applies to it, if any.
     func take(_ endpoint: DevProviderEndpoint) -> (offline: Bool, fault: DevProviderFault?) {
-        state.withLock { state in
+        state.withLockedValue { state in
             state.counters[endpoint.rawValue, default: 0] += 1
             if state.offline { return (true, nil) }
             if var fault = state.faults[endpoint] {
@@ -343,11 +343,11 @@ struct ConnectionDropped: Error {}
 
 /// Collects a response body's bytes.
 private final class BodyCollector: ResponseBodyWriter, Sendable {
-    private let collected = Mutex<[UInt8]>([])
+    private let collected = NIOLockedValueBox<[UInt8]>([])
 
-    var bytes: [UInt8] { collected.withLock { $0 } }
+    var bytes: [UInt8] { collected.withLockedValue { $0 } }
 
-    func write(_ buffer: ByteBuffer) async throws { collected.withLock { $0 += buffer.readableBytesView } }
+    func write(_ buffer: ByteBuffer) async throws { collected.withLockedValue { $0 += buffer.readableBytesView } }
 
     func finish(_ trailingHeaders: HTTPFields?) async throws {}
 }

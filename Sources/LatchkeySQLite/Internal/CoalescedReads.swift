@@ -1,6 +1,6 @@
 import Latchkey
 import LatchkeySQLiteReader
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// Reads of one thing (a credential by id) that callers start while nothing was committed share
 /// one read: a hundred callers waiting on one refresh read and open the credential once, not a
@@ -16,14 +16,14 @@ final class CoalescedReads<Key: Hashable & Sendable, Value: Sendable>: Sendable 
         var task: Task<Result<Value, StorageError>, Never>
     }
 
-    private let flights = Mutex<[Key: Flight]>([:])
+    private let flights = NIOLockedValueBox<[Key: Flight]>([:])
 
     /// The value of the read of `key` in flight under `counter`, or of a new one by `read`.
     func value(
         of key: Key, counter: SQLiteChangeCounter.Value,
         read: @escaping @Sendable () async throws(StorageError) -> Value
     ) async throws(StorageError) -> Value {
-        let task = flights.withLock { flights in
+        let task = flights.withLockedValue { flights in
             if let flight = flights[key], flight.counter == counter { return flight.task }
             // Not cancelled with the caller that started it: the others wait for it too.
             let task = Task { () async -> Result<Value, StorageError> in
@@ -37,7 +37,7 @@ final class CoalescedReads<Key: Hashable & Sendable, Value: Sendable>: Sendable 
             return task
         }
         let result = await task.value
-        flights.withLock { flights in if flights[key]?.task == task { flights[key] = nil } }
+        flights.withLockedValue { flights in if flights[key]?.task == task { flights[key] = nil } }
         return try result.get()
     }
 }

@@ -3,7 +3,7 @@ import GRDB
 import Latchkey
 import LatchkeySQLiteReader
 import Logging
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// The key a SQLite store is sealed with, as this process knows it.
 struct StoreKeys: Sendable {
@@ -35,7 +35,7 @@ extension SQLiteCredentialStorage {
         read body: @escaping @Sendable (Database, Sealer) throws -> T,
         keep: @escaping @Sendable (inout CredentialReadCache, T, CredentialReadCache.Stamp) -> Void
     ) async throws(StorageError) -> T {
-        if let version = changeCounter?.value(), let hit = readCache.withLock({ cached(&$0, version) }) {
+        if let version = changeCounter?.value(), let hit = readCache.withLockedValue({ cached(&$0, version) }) {
             return hit
         }
         do {
@@ -43,7 +43,7 @@ extension SQLiteCredentialStorage {
                 // The stamp before the read begins: a commit after it, however soon, changes
                 // the counter, and what this read keeps is not taken again.
                 let stamp = self.changeCounter?.value().map { version in
-                    self.readCache.withLock { $0.stamp(counter: version) }
+                    self.readCache.withLockedValue { $0.stamp(counter: version) }
                 }
                 var value: T?
                 try db.inTransaction(.deferred) {
@@ -51,7 +51,7 @@ extension SQLiteCredentialStorage {
                     return .commit
                 }
                 guard let value else { throw DatabaseError(message: "The read returned nothing.") }
-                if let stamp { self.readCache.withLock { keep(&$0, value, stamp) } }
+                if let stamp { self.readCache.withLockedValue { keep(&$0, value, stamp) } }
                 return value
             }
         } catch {
@@ -76,7 +76,7 @@ extension SQLiteCredentialStorage {
             pool.asyncWrite { db in
                 // Before anything is written: no read after this write can take a row cached
                 // before it (the connection runs one closure at a time).
-                self.readCache.withLock { $0.wrote() }
+                self.readCache.withLockedValue { $0.wrote() }
                 return try body(db, try self.currentSealer(db))
             } completion: { _, result in
                 continuation.resume(returning: result.mapError { Self.storageError($0, path: path) })
@@ -88,7 +88,7 @@ extension SQLiteCredentialStorage {
     /// The key the store is sealed with: the one held, unless the key check changed since.
     func currentSealer(_ db: Database) throws -> Sealer {
         let check = try Data.fetchOne(db, sql: "SELECT value FROM setting WHERE name = 'key_check'")
-        let known = keys.withLock { $0 }
+        let known = keys.withLockedValue { $0 }
         if check == known.check { return known.sealer }
         // A key rotation committed: the new key is in the key file, or still in KEY.next when
         // the rotating process has not put it in place yet.
@@ -97,14 +97,14 @@ extension SQLiteCredentialStorage {
                 guard let key = try? KeyFiles.readKeyFile(at: candidate) else { continue }
                 let sealer = Sealer(key: key)
                 if sealer.open(check, context: Sealer.keyCheckContext) == Sealer.keyCheckPlaintext {
-                    keys.withLock { $0 = StoreKeys(sealer: sealer, check: check) }
+                    keys.withLockedValue { $0 = StoreKeys(sealer: sealer, check: check) }
                     logger.debug("the store's key was rotated; using the new one", metadata: ["path": "\(path)"])
                     return sealer
                 }
             }
         }
         if let check, known.sealer.open(check, context: Sealer.keyCheckContext) == Sealer.keyCheckPlaintext {
-            keys.withLock { $0.check = check }
+            keys.withLockedValue { $0.check = check }
             return known.sealer
         }
         throw StorageError(

@@ -3,7 +3,7 @@ import Foundation
 import Latchkey
 import LatchkeyCommandLine
 import LatchkeyHTTP
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// `latchkey login`.
 struct Login: AsyncParsableCommand {
@@ -150,7 +150,7 @@ struct Login: AsyncParsableCommand {
 /// A countdown on a terminal while the user signs in elsewhere (nothing on a pipe): a task that
 /// is cancelled as soon as the sign-in ends, whichever way.
 final class Countdown: Sendable {
-    private let task = Mutex<Task<Void, Never>?>(nil)
+    private let task = NIOLockedValueBox<Task<Void, Never>?>(nil)
 
     func start(until deadline: Date, _ text: String) {
         guard Output.errorIsTerminal else { return }
@@ -163,12 +163,12 @@ final class Countdown: Sendable {
                 try? await Task.sleep(for: .seconds(1))
             }
         }
-        task.withLock { $0 = ticking }
+        task.withLockedValue { $0 = ticking }
     }
 
     /// Stops the countdown and waits until it has stopped writing.
     func stop() async {
-        let ticking = task.withLock { current -> Task<Void, Never>? in
+        let ticking = task.withLockedValue { current -> Task<Void, Never>? in
             defer { current = nil }
             return current
         }

@@ -1,7 +1,7 @@
 import Dispatch
 import Latchkey
 import LatchkeyCommandLine
-import Synchronization
+import NIOConcurrencyHelpers
 
 #if canImport(Glibc)
     import Glibc
@@ -19,9 +19,9 @@ enum SignalDeferral {
     static let signals: [Int32] = [SIGINT, SIGTERM, SIGHUP]
 
     /// The dispatch sources that receive them, kept for the life of the process.
-    private static let sources = Mutex<[DispatchSourceHolder]>([])
+    private static let sources = NIOLockedValueBox<[DispatchSourceHolder]>([])
 
-    /// A dispatch source, which the Mutex may hold.
+    /// A dispatch source, which the lock may hold.
     private struct DispatchSourceHolder: @unchecked Sendable {
         // Sendable by hand: the source is only kept alive here, never touched after `resume()`,
         // and dispatch sources are thread-safe objects.
@@ -41,7 +41,7 @@ enum SignalDeferral {
         for number in signals {
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler {
-                received.withLock { $0 = $0 ?? number }
+                received.withLockedValue { $0 = $0 ?? number }
                 Task {
                     await UninterruptibleWork.whenIdle()
                     end(by: number)
@@ -49,18 +49,18 @@ enum SignalDeferral {
             }
             source.resume()
             let holder = DispatchSourceHolder(source: source)
-            sources.withLock { $0.append(holder) }
+            sources.withLockedValue { $0.append(holder) }
         }
     }
 
     /// The first deferred signal received, if any.
-    private static let received = Mutex<Int32?>(nil)
+    private static let received = NIOLockedValueBox<Int32?>(nil)
 
     /// Ends the process by the signal it received, if it received one: called on the way out, so
     /// that a command that finished while a signal waited still ends by that signal (the shell
     /// sees the signal's status, not success).
     static func endIfSignalled() {
-        guard let number = received.withLock({ $0 }) else { return }
+        guard let number = received.withLockedValue({ $0 }) else { return }
         end(by: number)
     }
 

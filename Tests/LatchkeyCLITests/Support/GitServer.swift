@@ -3,9 +3,9 @@ import HTTPTypes
 import Hummingbird
 import LatchkeyTestSupport
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import ServiceLifecycle
-import Synchronization
 
 /// A git server over HTTP on loopback: Debian's `git http-backend` as CGI behind a small
 /// Hummingbird server that lets a request through only with HTTP Basic credentials whose password
@@ -29,16 +29,16 @@ final class GitServer: Sendable {
 
     /// What the responder and the test share.
     final class State: Sendable {
-        let counters = Mutex(Counters())
+        let counters = NIOLockedValueBox(Counters())
         /// Refuse the next request with credentials, as a server that revoked them would.
-        let refuseNext = Mutex(false)
+        let refuseNext = NIOLockedValueBox(false)
     }
 
     /// `host:port`, as git names the host to its credential helpers.
     var host: String { "127.0.0.1:\(port)" }
     func url(_ repository: String) -> String { "http://\(host)/\(repository)" }
-    var counters: Counters { state.counters.withLock { $0 } }
-    func refuseNextRequest() { state.refuseNext.withLock { $0 = true } }
+    var counters: Counters { state.counters.withLockedValue { $0 } }
+    func refuseNextRequest() { state.refuseNext.withLockedValue { $0 = true } }
 
     private init(root: TemporaryFolder, server: LoopbackServer, state: State) {
         self.root = root
@@ -53,18 +53,18 @@ final class GitServer: Sendable {
         let responder = CallbackResponder<BasicRequestContext> { request, _ in
             let challenge: HTTPFields = [.wwwAuthenticate: "Basic realm=\"latchkey-test\""]
             guard let (user, password) = basicCredentials(request.headers[.authorization]) else {
-                state.counters.withLock { $0.anonymous += 1 }
+                state.counters.withLockedValue { $0.anonymous += 1 }
                 return Response(status: .unauthorized, headers: challenge)
             }
-            let refused = state.refuseNext.withLock { refuse in
+            let refused = state.refuseNext.withLockedValue { refuse in
                 defer { refuse = false }
                 return refuse
             }
             guard !refused, await isLive(password) else {
-                state.counters.withLock { $0.refused += 1 }
+                state.counters.withLockedValue { $0.refused += 1 }
                 return Response(status: .unauthorized, headers: challenge)
             }
-            state.counters.withLock {
+            state.counters.withLockedValue {
                 $0.served += 1
                 $0.tokens.insert(password)
             }

@@ -6,10 +6,10 @@ import Latchkey
 import LatchkeyHTTP
 import LatchkeyTestSupport
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOSSL
 import ServiceLifecycle
-import Synchronization
 
 /// A stand-in Kubernetes API server on loopback that authenticates as Kubernetes' OIDC
 /// authenticator does: the bearer token must be an ID token of the issuer, for the client,
@@ -23,14 +23,14 @@ final class KubeAPIServer: Sendable {
 
     /// The bearer tokens it accepted, and how many requests it refused.
     final class Tokens: Sendable {
-        let state = Mutex<(accepted: Set<String>, refused: Int)>(([], 0))
+        let state = NIOLockedValueBox<(accepted: Set<String>, refused: Int)>(([], 0))
     }
 
     var url: String { "https://127.0.0.1:\(port)" }
     /// The server's self-signed certificate, for the kubeconfig's `certificate-authority`.
     let certificatePath: String
-    var accepted: Set<String> { tokens.state.withLock { $0.accepted } }
-    var refused: Int { tokens.state.withLock { $0.refused } }
+    var accepted: Set<String> { tokens.state.withLockedValue { $0.accepted } }
+    var refused: Int { tokens.state.withLockedValue { $0.refused } }
 
     private init(server: LoopbackServer, certificatePath: String, tokens: Tokens) {
         self.server = server
@@ -62,7 +62,7 @@ final class KubeAPIServer: Sendable {
             do {
                 _ = try await verifier.verifyIDToken(token)
             } catch {
-                tokens.state.withLock { $0.refused += 1 }
+                tokens.state.withLockedValue { $0.refused += 1 }
                 return Response(
                     status: .unauthorized, headers: [.contentType: "application/json"],
                     body: ResponseBody(
@@ -71,7 +71,7 @@ final class KubeAPIServer: Sendable {
                                 #"{"kind":"Status","apiVersion":"v1","status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401}"#
                         )))
             }
-            tokens.state.withLock { _ = $0.accepted.insert(token) }
+            tokens.state.withLockedValue { _ = $0.accepted.insert(token) }
             return Response(
                 status: .ok, headers: [.contentType: "application/json"],
                 body: ResponseBody(

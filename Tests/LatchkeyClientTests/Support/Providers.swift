@@ -4,9 +4,9 @@ import Latchkey
 import LatchkeyDevProvider
 import LatchkeyHTTP
 import LatchkeyTestSupport
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
-import Synchronization
 import Testing
 
 /// The transport every client test uses (learning the tokens it carries in the trace pass).

@@ -6,8 +6,8 @@ import LatchkeySQLite
 import LatchkeyStorageTesting
 import LatchkeyTestSupport
 import Logging
+import NIOConcurrencyHelpers
 import ServiceLifecycle
-import Synchronization
 import Testing
 
 /// Two "devices": two stores signed in to the same provider.

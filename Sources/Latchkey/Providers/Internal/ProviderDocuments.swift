@@ -1,7 +1,7 @@
 package import Foundation
 package import HTTPTypes
 package import Logging
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// What a provider published (its metadata, its key set), kept in the store it is registered
 /// with (``ProviderDocumentStorage``) until it expires, so that every process sharing the store
@@ -10,7 +10,7 @@ import Synchronization
 /// Until a store with such storage shares them, and when its storage fails (a storage failure
 /// is logged and never fails a request), documents are fetched as before, once per process.
 package final class ProviderDocuments: Sendable {
-    private let shared = Mutex<(any ProviderDocumentStorage)?>(nil)
+    private let shared = NIOLockedValueBox<(any ProviderDocumentStorage)?>(nil)
     private let logger: Logger
 
     package init(logger: Logger) {
@@ -20,7 +20,7 @@ package final class ProviderDocuments: Sendable {
     /// Keeps documents in `storage` from now on (the first storage given is kept).
     package func share(through storage: (any ProviderDocumentStorage)?) {
         guard let storage else { return }
-        shared.withLock { if $0 == nil { $0 = storage } }
+        shared.withLockedValue { if $0 == nil { $0 = storage } }
     }
 
     /// The document at `url`: the store's copy while it is valid at `now` (and fetched after
@@ -32,7 +32,7 @@ package final class ProviderDocuments: Sendable {
         fetch: () async throws(ProviderError) -> HTTPTransportResponse
     ) async throws(ProviderError) -> ProviderDocument {
         let key = "\(kind.rawValue) \(url.absoluteString)"
-        let storage = shared.withLock { $0 }
+        let storage = shared.withLockedValue { $0 }
         if let storage {
             do {
                 if let stored = try await storage.providerDocument(for: key), stored.expiresAt > now,

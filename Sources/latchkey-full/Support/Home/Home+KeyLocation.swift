@@ -2,7 +2,7 @@ import Crypto
 import Foundation
 import Latchkey
 import LatchkeyCommandLine
-import Synchronization
+import NIOConcurrencyHelpers
 
 #if canImport(Glibc)
     import Glibc
@@ -35,7 +35,7 @@ extension Home {
 
     /// The key at a recorded location, read once per process.
     func key(at location: KeyLocation) async throws -> SymmetricKey {
-        if let cached = Self.recordedKey.withLock({ $0 }) { return cached }
+        if let cached = Self.recordedKey.withLockedValue({ $0 }) { return cached }
         let key: SymmetricKey
         switch location {
         case .keyring:
@@ -50,11 +50,11 @@ extension Home {
             let file = try PassphraseKeyFile.read(path)
             key = try file.open(passphrase: try readPassphrase(for: path), path: path)
         }
-        Self.recordedKey.withLock { $0 = key }
+        Self.recordedKey.withLockedValue { $0 = key }
         return key
     }
 
-    private static let recordedKey = Mutex<SymmetricKey?>(nil)
+    private static let recordedKey = NIOLockedValueBox<SymmetricKey?>(nil)
 
     /// The passphrase: from `--passphrase-fd`, else asked on the terminal without echo (on
     /// `/dev/tty`, since standard input may be another program's, as git's is; on standard input

@@ -2,7 +2,7 @@ import Crypto
 import Latchkey
 import LatchkeyCommandLine
 import LatchkeySQLite
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// Where the store's key comes from: `--key-fd`, `--key-file`, `$LATCHKEY_KEY_FILE`, where
 /// `key move` put it (the desktop keyring, a file, a passphrase-sealed file), or the key file
@@ -17,7 +17,7 @@ extension Home {
         }
         guard let keyDescriptor = keySource.descriptor else { return keySource }
         return .key(
-            try Self.descriptorKey.withLock { cached in
+            try Self.descriptorKey.withLockedValue { cached in
                 if let cached { return cached }
                 do {
                     let key = try StoreKey.read(fromDescriptor: keyDescriptor)
@@ -29,7 +29,7 @@ extension Home {
             })
     }
 
-    private static let descriptorKey = Mutex<SymmetricKey?>(nil)
+    private static let descriptorKey = NIOLockedValueBox<SymmetricKey?>(nil)
 
     /// The store's key as a value, for a store that keeps no key file of its own (PostgreSQL):
     /// from `--key-fd`, `--key-file` or `$LATCHKEY_KEY_FILE`.

@@ -7,7 +7,7 @@ import LatchkeyHTTP
 import LatchkeyPostgres
 import LatchkeySQLite
 import Logging
-import Synchronization
+import NIOConcurrencyHelpers
 import SystemPackage
 
 #if canImport(Glibc)
