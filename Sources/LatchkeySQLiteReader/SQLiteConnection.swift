@@ -82,19 +82,42 @@ package final class SQLiteConnection {
 /// The header of a WAL index (https://www.sqlite.org/walformat.html, "The WAL-Index Header"):
 /// two copies of 48 bytes that every commit rewrites, the second first. Read as SQLite's own
 /// readers read it: the first copy, a barrier, the second, equal or not trusted.
+///
+/// What this relies on, and checks: the layout of header version 3007000 (`iVersion`, the
+/// first field of each copy; the only version SQLite has written since WAL mode came, in
+/// 3.7.0). A header of any other version is not read at all (``Reading/unknownLayout(_:)``):
+/// its caller then asks SQLite (`PRAGMA data_version`) instead.
 package struct WALIndex {
+    /// The header version whose layout this reads.
+    package static let knownVersion: UInt32 = 3_007_000
+
     let header: UnsafeRawPointer
     let barrier: () -> Void
+    /// The version accepted (``knownVersion``, but for tests that make it refuse).
+    var acceptedVersion = WALIndex.knownVersion
 
-    /// What changes at every commit and every restart of the WAL: `iChange` (incremented by each
-    /// transaction), `mxFrame` (the last valid frame) and the two salts (new at each restart);
-    /// `nil` while a writer is rewriting the header, or before it is initialized.
-    package func stamp() -> WALStamp? {
+    /// What a read of the header came to.
+    package enum Reading: Equatable {
+        /// The stamp of the last commit.
+        case stamp(WALStamp)
+        /// A writer is rewriting the header, or it is not initialized yet: ask another way, this time.
+        case changing
+        /// A header of a version whose layout is not this one's: never read it.
+        case unknownLayout(UInt32)
+    }
+
+    /// The header now: `iChange` (incremented by each transaction), `mxFrame` (the last valid
+    /// frame) and the two salts (new at each restart), when both copies agree.
+    package func read() -> Reading {
+        let version = header.loadUnaligned(fromByteOffset: 0, as: UInt32.self)
+        guard version == acceptedVersion else { return .unknownLayout(version) }
         let first = copy(at: 0)
         barrier()
         let second = copy(at: 48)
-        guard first == second, header.load(fromByteOffset: 12, as: UInt8.self) == 1 else { return nil }
-        return first
+        guard first == second, header.loadUnaligned(fromByteOffset: 48, as: UInt32.self) == version,
+            header.load(fromByteOffset: 12, as: UInt8.self) == 1
+        else { return .changing }
+        return .stamp(first)
     }
 
     private func copy(at offset: Int) -> WALStamp {

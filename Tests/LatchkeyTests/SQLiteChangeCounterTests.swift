@@ -61,6 +61,32 @@ struct SQLiteChangeCounterTests {
         }
     }
 
+    @Test(
+        "a WAL-index header of a version it does not know is not read: SQLite's data_version answers, and still moves at each commit"
+    )
+    func unknownHeaderVersion() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        let (queue, path) = try database(in: folder)
+        // The real header is version 3007000; a counter that accepts only another takes it for
+        // a future layout.
+        let counter = try #require(SQLiteChangeCounter(path: path, acceptingWALVersion: WALIndex.knownVersion + 1))
+        let first = try #require(counter.value())
+        let fromDataVersion = if case .dataVersion = first { true } else { false }
+        #expect(fromDataVersion, "an unknown layout was read: \(first)")
+        #expect(!counter.readsWALIndex, "the counter kept reading a header it does not know")
+        var seen: Set<SQLiteChangeCounter.Value> = [first]
+        for value in 1...3 {
+            try await queue.write { db in try db.execute(sql: "INSERT INTO item VALUES (?)", arguments: [value]) }
+            let now = try #require(counter.value())
+            #expect(!seen.contains(now), "commit \(value) is a change")
+            seen.insert(now)
+        }
+        // The real version is read from the header.
+        let reading = try #require(SQLiteChangeCounter(path: path))
+        #expect(reading.readsWALIndex)
+    }
+
     @Test("closed, it is unknown")
     func closed() throws {
         let folder = try TemporaryFolder()
