@@ -200,16 +200,20 @@ let package = Package(
         // `latchkey-full`, installed beside it (exec, same process). Built with the Swift
         // libraries linked in (Linux, release): a process that starts in a few milliseconds.
         // It names no dependency on `latchkey-full`: SwiftPM would link every library of that
-        // into it. In a build folder of this package it builds `latchkey-full` itself when that
-        // is missing or older than the sources (`swift run latchkey demo` from a fresh clone).
+        // into it. Its build plugin has SwiftPM build `latchkey-full` first instead, so that
+        // `swift run latchkey demo` works from a fresh clone; nothing is ever built at run time.
         .executableTarget(
             name: "latchkey",
             dependencies: ["LatchkeyRecords", "LatchkeySQLiteReader", "LatchkeyCommandLine"],
             swiftSettings: strictSettings + [
                 .unsafeFlags(["-static-stdlib"], .when(platforms: [.linux], configuration: .release))
             ],
-            linkerSettings: [.unsafeFlags(["-static-stdlib"], .when(platforms: [.linux], configuration: .release))]
+            linkerSettings: [.unsafeFlags(["-static-stdlib"], .when(platforms: [.linux], configuration: .release))],
+            plugins: ["BuildFullToolFirst"]
         ),
+        // Builds `latchkey-full` whenever `latchkey` is built (see Plugins/BuildFullToolFirst).
+        .plugin(name: "BuildFullToolFirst", capability: .buildTool(), dependencies: ["latchkey-full-built"]),
+        .executableTarget(name: "latchkey-full-built", swiftSettings: strictSettings),
         // Every command of the tool (swift-argument-parser).
         .executableTarget(
             name: "latchkey-full",
@@ -341,6 +345,8 @@ let package = Package(
             name: "LatchkeyCLITests",
             dependencies: [
                 "LatchkeyDevProvider", "LatchkeyTestSupport",
+                // The quick path's grammar, checked against the full tool's parser.
+                "LatchkeyCommandLine",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 // The loopback git server and Kubernetes API stand-in of the credential-helper tests;
                 // the stand-in verifies ID tokens with Latchkey's verifier.

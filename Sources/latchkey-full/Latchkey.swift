@@ -55,6 +55,13 @@ func globalOptionsLast(_ arguments: [String]) -> [String] {
 enum Main {
     static func main() async {
         ProcessHardening.disableCoreDumps()
+        // Started by `latchkey`: only by one of this very version.
+        let handedOver = ProcessInfo.processInfo.environment[HandoverCheck.variable]
+        unsetenv(HandoverCheck.variable)
+        if let mismatch = HandoverCheck.mismatch(quick: handedOver) {
+            Output.error(mismatch)
+            exit(ExitStatus.failed.rawValue)
+        }
         let arguments = Array(CommandLine.arguments.dropFirst())
         // A shell asking for completions: the account and provider names are read
         // asynchronously, which only the parser's async entry point runs.

@@ -1,3 +1,6 @@
+import LatchkeyCommandLine
+import LatchkeyRecords
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
@@ -6,16 +9,18 @@
 
 /// Hands the command to `latchkey-full`, the whole tool, which is installed beside this one:
 /// the same process (exec), its arguments, environment, terminal and signals, so that nothing
-/// tells the two apart but the time it takes.
+/// tells the two apart but the time it takes. It never builds anything: SwiftPM builds
+/// `latchkey-full` with this executable (the `BuildFullToolFirst` plugin).
 enum Handover {
-    static let fullToolName = "latchkey-full"
+    static let fullToolName = FullTool.name
 
     /// Runs `latchkey-full` with `arguments` in this process. `input`, what was read of standard
-    /// input already, is what the full tool reads on its standard input instead.
+    /// input already, is what the full tool reads on its standard input instead. The full tool
+    /// is told this one's version (`LATCHKEY_HANDOVER_VERSION`), and refuses to run for another.
     static func run(_ arguments: [String], input: [UInt8]?) -> Never {
         let path = fullToolPath()
-        buildIfInPackage(fullTool: path)
         if let input { refeed(input) }
+        setenv(HandoverCheck.variable, LatchkeyVersion.current, 1)
         let argv = arguments.map { strdup($0) } + [nil]
         execv(path, argv)
         let reason = String(cString: strerror(errno))

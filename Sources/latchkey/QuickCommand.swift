@@ -7,8 +7,9 @@ import LatchkeyCommandLine
 #endif
 
 /// A command the quick path may answer, read from the arguments as the full tool's parser
-/// would read them; `nil` for anything else — another command, an option it does not take, a
-/// value the full tool would refuse — which the full tool then parses and answers itself.
+/// would read them (``QuickGrammar``); `nil` for anything else — another command, an option it
+/// does not take, a value the full tool would refuse — which the full tool then parses and
+/// answers itself.
 struct QuickCommand {
     enum Kind {
         /// `token [ACCOUNT] [--min-validity D] [--format F] [--id-token]`.
@@ -30,15 +31,15 @@ struct QuickCommand {
     init?(arguments: [String]) {
         var options: [String: String] = [:]
         var flags: Set<String> = []
-        var positionals: [String] = []
-        let valued: Set = ["--home", "--key-file", "--min-validity", "--format", "--account", "--token"]
-        let flagNames: Set = ["--json", "--id-token"]
+        var words: [String] = []
+        let valued = QuickGrammar.commands.reduce(QuickGrammar.sharedOptions) { $0.union($1.options) }
+        let flagNames = QuickGrammar.commands.reduce(QuickGrammar.sharedFlags) { $0.union($1.flags) }
         var index = arguments.startIndex
         while index < arguments.endIndex {
             let argument = arguments[index]
             index += 1
             guard argument.hasPrefix("-") else {
-                positionals.append(argument)
+                words.append(argument)
                 continue
             }
             // `--name=value` or `--name value`; anything else (short options, `--`, an option of
@@ -61,39 +62,40 @@ struct QuickCommand {
                 return nil
             }
         }
-        home = options.removeValue(forKey: "--home")
-        keyFile = options.removeValue(forKey: "--key-file")
-        json = flags.remove("--json") != nil
-        switch positionals.first {
-        case "token":
-            guard positionals.count <= 2, options.keys.allSatisfy(["--min-validity", "--format"].contains) else {
-                return nil
-            }
+        // The command the words name, and its own options and flags only.
+        guard
+            let command = QuickGrammar.commands.first(where: {
+                words.starts(with: $0.words) && words.count <= $0.words.count + $0.positionals
+            }),
+            Set(options.keys).isSubset(of: command.options.union(QuickGrammar.sharedOptions)),
+            flags.isSubset(of: command.flags.union(QuickGrammar.sharedFlags))
+        else { return nil }
+        let positionals = Array(words.dropFirst(command.words.count))
+        home = options["--home"]
+        keyFile = options["--key-file"]
+        json = flags.contains("--json")
+        switch command {
+        case QuickGrammar.token:
             let validity = options["--min-validity"].map(TokenValidity.init(text:))
             let format = options["--format"].map(TokenFormat.init(rawValue:))
             // A value the full tool refuses, or `--json` with another format: its usage error.
             guard validity != .some(nil), format != .some(nil) else { return nil }
             if json, let format = format ?? nil, format != .json { return nil }
             kind = .token(
-                account: positionals.count == 2 ? positionals[1] : nil, minimumValidity: validity ?? nil,
-                format: format ?? nil, idToken: flags.remove("--id-token") != nil)
-        case "credential":
-            guard flags.isEmpty, !json else { return nil }
-            switch (positionals.count, positionals.dropFirst().first) {
-            case (3, "git"):
-                guard options.isEmpty, ["get", "store", "erase"].contains(positionals[2]) else { return nil }
-                kind = .git(operation: positionals[2])
-            case (2, "kubectl"):
-                guard options.keys.allSatisfy(["--account", "--token"].contains) else { return nil }
-                let token = options["--token"] ?? "id"
-                guard token == "id" || token == "access" else { return nil }
-                kind = .kubectl(account: options["--account"], accessToken: token == "access")
-            default:
+                account: positionals.first, minimumValidity: validity ?? nil, format: format ?? nil,
+                idToken: flags.contains("--id-token"))
+        case QuickGrammar.git:
+            guard !json, let operation = positionals.first, ["get", "store", "erase"].contains(operation) else {
                 return nil
             }
+            kind = .git(operation: operation)
+        case QuickGrammar.kubectl:
+            guard !json else { return nil }
+            let token = options["--token"] ?? "id"
+            guard token == "id" || token == "access" else { return nil }
+            kind = .kubectl(account: options["--account"], accessToken: token == "access")
         default:
             return nil
         }
-        guard flags.isEmpty else { return nil }
     }
 }
