@@ -80,11 +80,14 @@ func postgresFigures(url: String) async throws {
                     group.addTask {
                         for token in tokens[chunk..<min(chunk + 100, entries)] {
                             try await stores[0].outbox.enqueue(
-                                OutboxEntry(
-                                    provider: openID.identity, action: .revoke(.refreshToken), token: token,
-                                    account: "bench",
-                                    tokenExpiresAt: nil, createdAt: Date(), attempts: 1, nextAttemptAt: Date(),
-                                    lastError: nil),
+                                [
+                                    OutboxEntry(
+                                        provider: openID.identity, action: .revoke(.refreshToken),
+                                        payload: .token(token),
+                                        account: "bench",
+                                        tokenExpiresAt: nil, createdAt: Date(), attempts: 1, nextAttemptAt: Date(),
+                                        lastError: nil)
+                                ],
                                 limit: .max)
                         }
                     }

@@ -184,9 +184,12 @@ if runs("provider") {
     await outboxStore.register(provider)
     for index in 0..<(quick ? 200 : 1_000) {
         try await outboxStore.outbox.enqueue(
-            OutboxEntry(
-                provider: provider.identity, action: .revoke(.refreshToken), token: "queued-\(index)", account: "bench",
-                tokenExpiresAt: nil, createdAt: Date(), attempts: 1, nextAttemptAt: Date(), lastError: nil),
+            [
+                OutboxEntry(
+                    provider: provider.identity, action: .revoke(.refreshToken), payload: .token("queued-\(index)"),
+                    account: "bench",
+                    tokenExpiresAt: nil, createdAt: Date(), attempts: 1, nextAttemptAt: Date(), lastError: nil)
+            ],
             limit: .max)
     }
     let drainStart = ContinuousClock.now

@@ -26,7 +26,10 @@ extension PostgresCredentialStorage {
             do {
                 outcome = try await client.withConnection { connection -> Result? in
                     guard try await Self.tryLock(key, on: connection, logger: self.logger) else { return nil }
-                    let result = await body(PostgresLeaseAccess(storage: self, connection: connection))
+                    let access = PostgresLeaseAccess(
+                        storage: self, connection: connection, scope: LeaseScope(lease: id), id: id)
+                    let result = await body(access)
+                    access.scope.end()
                     await self.unlock(key, on: connection)
                     LeaseWakeups.shared.release(wakeup)
                     return result
@@ -79,31 +82,40 @@ extension PostgresCredentialStorage {
 struct PostgresLeaseAccess: LeasedCredentialAccess {
     let storage: PostgresCredentialStorage
     let connection: PostgresConnection
+    let scope: LeaseScope
+    let id: CredentialID
 
-    func credential(for id: CredentialID) async throws(StorageError) -> StoredCredential? {
-        try PostgresCredentialStorage.single(
+    func credential() async throws(StorageError) -> StoredCredential? {
+        try scope.check()
+        return try PostgresCredentialStorage.single(
             id, try await storage.readCredentials(PostgresCredentialStorage.selectCredential(id), on: connection))
     }
 
     func update(_ credential: StoredCredential) async throws(StorageError) {
+        try scope.check(id, is: credential.id)
         try await transaction("updating a credential") { connection in
             try await storage.update(credential, on: connection)
         }
     }
 
-    func delete(_ id: CredentialID) async throws(StorageError) -> StorageDeletion {
-        try await transaction("removing a credential") { connection in try await storage.delete(id, on: connection) }
+    func delete() async throws(StorageError) -> StorageDeletion {
+        try scope.check()
+        return try await transaction("removing a credential") { connection in
+            try await storage.delete(id, on: connection)
+        }
     }
 
-    func delete(_ id: CredentialID, ifVersion version: Int) async throws(StorageError) -> StorageDeletion? {
-        try await transaction("removing a credential") { connection in
+    func delete(ifVersion version: Int) async throws(StorageError) -> StorageDeletion? {
+        try scope.check()
+        return try await transaction("removing a credential") { connection in
             try await storage.delete(id, ifVersion: version, on: connection)
         }
     }
 
-    func enqueueThroughLease(_ entry: OutboxEntry, limit: Int) async throws(StorageError) -> Bool {
-        try await transaction("queueing a server step") { connection in
-            try await storage.enqueue(entry, limit: limit, on: connection)
+    func enqueue(_ entries: [OutboxEntry], limit: Int) async throws(StorageError) -> Bool {
+        try scope.check()
+        try await transaction("queueing server steps") { connection in
+            try await storage.enqueue(entries, limit: limit, on: connection)
         }
         return true
     }

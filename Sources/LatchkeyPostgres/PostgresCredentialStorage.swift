@@ -40,6 +40,12 @@ public final class PostgresCredentialStorage: CredentialStorage, OutboxStorage, 
     /// The channel of change notifications.
     static let channel = "latchkey_changes"
 
+    /// DPoP nonces, provider documents, web sessions, and the changes other instances make
+    /// (`LISTEN`/`NOTIFY`), for the whole fleet.
+    public var capabilities: StorageCapabilities {
+        StorageCapabilities(dpopNonces: self, providerDocuments: self, changeFeed: self, webSessions: self)
+    }
+
     private init(client: PostgresClient, sealer: Sealer, logger: Logger) {
         self.client = client
         self.sealer = sealer

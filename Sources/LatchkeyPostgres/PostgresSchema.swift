@@ -102,6 +102,17 @@ enum PostgresSchema {
             )
             """,
         ],
+        [
+            // An outbox claim names its drainer, which renews it while it works; why an entry
+            // failed is a value of its own (entries of earlier versions that failed for want of
+            // a provider said so in their error's text only).
+            "ALTER TABLE latchkey_outbox ADD COLUMN IF NOT EXISTS claimed_by text",
+            "ALTER TABLE latchkey_outbox ADD COLUMN IF NOT EXISTS failure_cause text",
+            """
+            UPDATE latchkey_outbox SET failure_cause = 'no_provider'
+            WHERE failure_cause IS NULL AND last_error LIKE 'No provider is registered%'
+            """,
+        ],
     ]
 
     /// The tags earlier versions kept Latchkey's state in.

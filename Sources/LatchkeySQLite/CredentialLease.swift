@@ -36,30 +36,46 @@ extension SQLiteCredentialStorage {
             if Task.isCancelled { throw .cancelledWaitingForLease(id) }
             delay = min(delay * 2, .milliseconds(250))
         }
-        let result = await withTaskGroup(of: Void.self) { group in
-            group.addTask { await self.renewLease(id, holder: holder, terms: terms) }
-            let result = await body(self)
-            group.cancelAll()
-            return result
-        }
-        do {
-            try await write { db, _ in
-                try db.execute(
-                    sql: "DELETE FROM refresh_lease WHERE credential_id = ? AND holder = ?",
-                    arguments: [id.rawValue, holder])
-            }
-        } catch {
-            // A dead row of this live process is taken over at once (`LiveHolders`); other
-            // processes wait for this process to end, or for its row to run out.
-            logger.warning("lease not released", metadata: ["credential": "\(id)", "error": "\(error)"])
-        }
+        let access = SQLiteLeaseAccess(storage: self, scope: LeaseScope(lease: id), id: id)
+        let result = await whileHolding(id.rawValue, holder: holder, terms: terms) { await body(access) }
+        access.scope.end()
+        await release(id.rawValue, holder: holder)
         LeaseWakeups.shared.release(wakeup)
         return result
     }
 
+    /// Runs `body` while the lease row `lease` of `holder` is kept ahead, for holders that judge
+    /// it by its expiry (those on other hosts).
+    func whileHolding<Result: Sendable>(
+        _ lease: String, holder: String, terms: LeaseTerms, _ body: () async -> Result
+    ) async -> Result {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.renewLease(lease, holder: holder, terms: terms) }
+            let result = await body()
+            group.cancelAll()
+            return result
+        }
+    }
+
+    /// Deletes the lease row `lease` of `holder`, and `also` in the same transaction (a claim's
+    /// entries set free).
+    func release(_ lease: String, holder: String, also: (@Sendable (Database) throws -> Void)? = nil) async {
+        do {
+            try await write { db, _ in
+                try also?(db)
+                try db.execute(
+                    sql: "DELETE FROM refresh_lease WHERE credential_id = ? AND holder = ?", arguments: [lease, holder])
+            }
+        } catch {
+            // A dead row of this live process is taken over at once (`LiveHolders`); other
+            // processes wait for this process to end, or for its row to run out.
+            logger.warning("lease not released", metadata: ["lease": "\(lease)", "error": "\(error)"])
+        }
+    }
+
     /// Keeps the row's expiry ahead while the body runs, for holders that judge it by its expiry
     /// (those on other hosts). Returns when cancelled.
-    private func renewLease(_ id: CredentialID, holder: String, terms: LeaseTerms) async {
+    private func renewLease(_ lease: String, holder: String, terms: LeaseTerms) async {
         let every = terms.duration / 4
         while !Task.isCancelled {
             do {
@@ -68,44 +84,54 @@ extension SQLiteCredentialStorage {
                 try await write { db, _ in
                     try db.execute(
                         sql: "UPDATE refresh_lease SET expires_at = ? WHERE credential_id = ? AND holder = ?",
-                        arguments: [expires, id.rawValue, holder])
+                        arguments: [expires, lease, holder])
                 }
             } catch {
                 if Task.isCancelled { return }
-                logger.debug("lease not renewed", metadata: ["credential": "\(id)", "error": "\(error)"])
+                logger.debug("lease not renewed", metadata: ["lease": "\(lease)", "error": "\(error)"])
             }
         }
     }
 
+    /// Inserts the lease row `lease` for `holder` of this process, in `db`'s transaction.
+    static func insertLease(_ lease: String, holder: String, terms: LeaseTerms, in db: Database) throws {
+        let me = LeaseHost.current
+        let expires = terms.clock.date.addingTimeInterval(terms.seconds).timeIntervalSinceReferenceDate
+        try db.execute(
+            sql: """
+                INSERT OR REPLACE INTO refresh_lease (credential_id, holder, host, pid, started, expires_at)
+                VALUES (?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [lease, holder, me.name, me.pid, me.started, expires])
+    }
+
     /// Takes the lease when it is free; returns whether it was taken.
     private func takeLease(_ id: CredentialID, holder: String, terms: LeaseTerms) async throws(StorageError) -> Bool {
-        let me = LeaseHost.current
         let now = terms.clock.date.timeIntervalSinceReferenceDate
-        let expires = now + terms.seconds
         let logger = self.logger
         return try await write { db, _ in
             // A key rotation in progress holds every credential's lease (the row `*`).
-            for row in try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT credential_id, holder, host, pid, started, expires_at FROM refresh_lease
-                    WHERE credential_id IN (?, ?)
-                    """, arguments: [id.rawValue, Self.storeLease])
-            {
-                let other = LeaseHost.Holder(row: row)
-                guard !other.isAlive(now: now, seenFrom: me) else { return false }
+            for other in try Self.leaseHolders(db, of: [id.rawValue, Self.storeLease]) {
+                guard !other.isAlive(now: now, seenFrom: LeaseHost.current) else { return false }
                 logger.debug(
                     "taking over the lease of a holder that is gone",
                     metadata: ["credential": "\(id)", "holderPID": "\(other.pid)", "holderHost": "\(other.host)"])
             }
-            try db.execute(
-                sql: """
-                    INSERT OR REPLACE INTO refresh_lease (credential_id, holder, host, pid, started, expires_at)
-                    VALUES (?, ?, ?, ?, ?, ?)
-                    """,
-                arguments: [id.rawValue, holder, me.name, me.pid, me.started, expires])
+            try Self.insertLease(id.rawValue, holder: holder, terms: terms, in: db)
             return true
         }
+    }
+
+    /// The holders of the lease rows `leases`.
+    static func leaseHolders(_ db: Database, of leases: [String]) throws -> [LeaseHost.Holder] {
+        guard !leases.isEmpty else { return [] }
+        return try Row.fetchAll(
+            db,
+            sql: """
+                SELECT credential_id, holder, host, pid, started, expires_at FROM refresh_lease
+                WHERE credential_id IN (\(SQL.placeholders(leases)))
+                """, arguments: StatementArguments(leases)
+        ).map(LeaseHost.Holder.init(row:))
     }
 
     /// The lease row of the whole store, which a key rotation holds: no credential's lease is
@@ -230,5 +256,39 @@ struct LeaseHost: Sendable {
         let fields = stat[stat.index(after: close)...].split(separator: " ")
         guard fields.count > 19 else { return nil }
         return Int64(fields[19])
+    }
+}
+
+/// A lease holder's access to the one credential of its lease, while its body runs.
+struct SQLiteLeaseAccess: LeasedCredentialAccess {
+    let storage: SQLiteCredentialStorage
+    let scope: LeaseScope
+    let id: CredentialID
+
+    func credential() async throws(StorageError) -> StoredCredential? {
+        try scope.check()
+        return try await storage.credential(for: id)
+    }
+
+    func update(_ credential: StoredCredential) async throws(StorageError) {
+        try scope.check(id, is: credential.id)
+        try await storage.update(credential)
+    }
+
+    func delete() async throws(StorageError) -> StorageDeletion {
+        try scope.check()
+        return try await storage.delete(id)
+    }
+
+    func delete(ifVersion version: Int) async throws(StorageError) -> StorageDeletion? {
+        try scope.check()
+        return try await storage.delete(id, ifVersion: version)
+    }
+
+    /// The holder reaches the outbox: the same file.
+    func enqueue(_ entries: [OutboxEntry], limit: Int) async throws(StorageError) -> Bool {
+        try scope.check()
+        try await storage.enqueue(entries, limit: limit)
+        return true
     }
 }

@@ -51,14 +51,14 @@ extension SealedOutboxEntry {
     /// Every column of an `outbox` row but its claim, in the order ``arguments`` gives them.
     static let columns = [
         "id", "issuer", "client_id", "kind", "account", "sealed_token", "token_expires_at", "created_at", "attempts",
-        "next_attempt_at", "last_error", "failed_permanently", "waits_for",
+        "next_attempt_at", "last_error", "failure_cause", "failed_permanently", "waits_for",
     ]
 
     /// The row's values, in ``columns``' order.
     var arguments: StatementArguments {
         [
             id, issuer, clientID, kind, account, sealedToken, tokenExpiresAt, createdAt, attempts, nextAttemptAt,
-            lastError, failedPermanently, waitsFor,
+            lastError, failureCause, failedPermanently, waitsFor,
         ]
     }
 
@@ -72,6 +72,7 @@ extension SealedOutboxEntry {
             createdAt: try row.decode(forColumn: "created_at"), attempts: try row.decode(forColumn: "attempts"),
             nextAttemptAt: try row.decode(forColumn: "next_attempt_at"),
             lastError: try row.decode(forColumn: "last_error"),
+            failureCause: try row.decode(forColumn: "failure_cause"),
             failedPermanently: try row.decode(forColumn: "failed_permanently"),
             waitsFor: try row.decode(forColumn: "waits_for"))
     }

@@ -125,7 +125,8 @@ extension SQLiteCredentialStorage {
         try await delete(id, version: nil) ?? StorageDeletion(deleted: false, clearedDefault: false)
     }
 
-    public func delete(_ id: CredentialID, ifVersion version: Int) async throws(StorageError) -> StorageDeletion? {
+    /// Deletes the credential only if it still has `version` (a lease holder's compare-and-swap delete).
+    func delete(_ id: CredentialID, ifVersion version: Int) async throws(StorageError) -> StorageDeletion? {
         try await delete(id, version: version)
     }
 

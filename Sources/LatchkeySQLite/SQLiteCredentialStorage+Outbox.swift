@@ -2,29 +2,34 @@ public import Foundation
 import GRDB
 public import Latchkey
 
+/// The outbox in the same file as the credentials. A claim is a lease of its own: a row of
+/// `refresh_lease` (`outbox:HOLDER`) that names the drainer's process, alive and renewed as a
+/// credential's lease holder is, and `claimed_by` on the entries it holds; a claim whose row is
+/// dead (its process is gone, or its row ran out) holds nothing.
 extension SQLiteCredentialStorage {
     private static let selectEntries = "SELECT \(SQL.list(SealedOutboxEntry.columns)) FROM outbox"
     private static let earliestFirst = "ORDER BY next_attempt_at, created_at"
 
-    public func enqueue(_ entry: OutboxEntry, limit: Int) async throws(StorageError) {
+    public func enqueue(_ entries: [OutboxEntry], limit: Int) async throws(StorageError) {
+        guard !entries.isEmpty else { return }
         try await write { db, sealer in
-            let row = try SealedOutboxEntry(entry, sealer: sealer)
-            let exists = try Bool.fetchOne(db, sql: "SELECT 1 FROM outbox WHERE id = ?", arguments: [row.id]).isTrue
-            if !exists, try Int.fetchOne(db, sql: "SELECT count(*) FROM outbox") ?? 0 >= limit {
+            let rows = try entries.map { entry throws(StorageError) in try SealedOutboxEntry(entry, sealer: sealer) }
+            var growth = 0
+            for row in Set(rows.map(\.id))
+            where try !Bool.fetchOne(db, sql: "SELECT 1 FROM outbox WHERE id = ?", arguments: [row]).isTrue {
+                growth += 1
+            }
+            if growth > 0, (try Int.fetchOne(db, sql: "SELECT count(*) FROM outbox") ?? 0) + growth > limit {
                 throw StorageError.outboxFull(limit: limit)
             }
-            try db.execute(
-                sql: """
-                    INSERT OR REPLACE INTO outbox (\(SQL.list(SealedOutboxEntry.columns)))
-                    VALUES (\(SQL.placeholders(SealedOutboxEntry.columns)))
-                    """, arguments: row.arguments)
+            for row in rows {
+                try db.execute(
+                    sql: """
+                        INSERT OR REPLACE INTO outbox (\(SQL.list(SealedOutboxEntry.columns)))
+                        VALUES (\(SQL.placeholders(SealedOutboxEntry.columns)))
+                        """, arguments: row.arguments)
+            }
         }
-    }
-
-    /// The storage itself is its lease holders' access, and reaches the outbox.
-    public func enqueueThroughLease(_ entry: OutboxEntry, limit: Int) async throws(StorageError) -> Bool {
-        try await enqueue(entry, limit: limit)
-        return true
     }
 
     public func outboxEntries() async throws(StorageError) -> [OutboxEntry] {
@@ -33,52 +38,136 @@ extension SQLiteCredentialStorage {
         }
     }
 
-    /// Claims in one `IMMEDIATE` transaction, so processes sharing the file never claim the same
-    /// entry; a claim is the entry's `claimed_until`.
-    public func claimOutboxEntries(dueBy date: Date, limit: Int, now: Date, for duration: Duration)
-        async throws(StorageError) -> [OutboxEntry]
-    {
-        let (due, moment) = (date.timeIntervalSinceReferenceDate, now.timeIntervalSinceReferenceDate)
-        let until = SealedRecords.claimedUntil(now: now, for: duration)
-        return try await write { db, sealer in
-            let entries = try Self.readOutbox(
-                db,
-                """
-                \(Self.selectEntries) AS entry
-                WHERE failed_permanently = 0 AND next_attempt_at <= ?
-                    AND (claimed_until IS NULL OR claimed_until <= ?)
-                    AND (waits_for IS NULL OR NOT EXISTS (
-                        SELECT 1 FROM outbox AS first WHERE first.id = entry.waits_for AND first.failed_permanently = 0))
-                \(Self.earliestFirst) LIMIT ?
-                """, arguments: [due, moment, max(0, limit)], sealer: sealer
-            ).values
-            for entry in entries {
-                try db.execute(
-                    sql: "UPDATE outbox SET claimed_until = ? WHERE id = ?", arguments: [until, entry.id.uuidString])
+    /// Claims in one `IMMEDIATE` transaction (no two processes claim at once), from what every
+    /// row says in the clear (``OutboxClaimSelection``), and opens the claimed rows alone.
+    public func withOutboxClaim<Result: Sendable>(
+        _ request: OutboxClaimRequest, terms: LeaseTerms, _ body: @Sendable (any ClaimedOutboxEntries) async -> Result
+    ) async throws(StorageError) -> Result {
+        let holder = UUID().uuidString
+        let lease = "outbox:" + holder
+        LiveHolders.shared.insert(holder)
+        defer { LiveHolders.shared.remove(holder) }
+        let claimed = try await write { db, sealer in try Self.claim(request, holder: holder, terms: terms, db, sealer)
+        }
+        let access = SQLiteClaim(
+            storage: self, holder: holder, scope: LeaseScope("a claim of the outbox"), entries: claimed.entries.values,
+            damaged: claimed.entries.damaged, backlog: claimed.backlog)
+        let result = await whileHolding(lease, holder: holder, terms: terms) { await body(access) }
+        access.scope.end()
+        await release(lease, holder: holder) { db in
+            try db.execute(sql: "UPDATE outbox SET claimed_by = NULL WHERE claimed_by = ?", arguments: [holder])
+        }
+        return result
+    }
+
+    private static func claim(
+        _ request: OutboxClaimRequest, holder: String, terms: LeaseTerms, _ db: Database, _ sealer: Sealer
+    ) throws -> (entries: (values: [OutboxEntry], damaged: [DamagedRecord]), backlog: OutboxBacklog) {
+        let now = terms.clock.date
+        let rows = try Row.fetchAll(
+            db,
+            sql: """
+                SELECT id, next_attempt_at, created_at, failed_permanently, waits_for, token_expires_at, claimed_by
+                FROM outbox
+                """)
+        // The drainers that hold entries and are alive; and a key rotation, which holds everything.
+        func alive(_ leases: [String]) throws -> [LeaseHost.Holder] {
+            try leaseHolders(db, of: leases).filter {
+                $0.isAlive(now: now.timeIntervalSinceReferenceDate, seenFrom: LeaseHost.current)
             }
-            return entries
         }
+        let claimants = Set(rows.compactMap { $0["claimed_by"] as String? })
+        let live = Set(try alive(claimants.map { "outbox:" + $0 }).map(\.id))
+        let rotating = try !alive([storeLease]).isEmpty
+        let selection = OutboxClaimSelection(
+            rows.compactMap { row in
+                guard let id = UUID(uuidString: row["id"]) else { return nil }
+                return OutboxClaimSelection.Row(
+                    id: id, nextAttemptAt: Date(timeIntervalSinceReferenceDate: row["next_attempt_at"]),
+                    createdAt: Date(timeIntervalSinceReferenceDate: row["created_at"]),
+                    failedPermanently: row["failed_permanently"],
+                    waitsFor: (row["waits_for"] as String?).flatMap(UUID.init(uuidString:)),
+                    tokenExpiresAt: (row["token_expires_at"] as Double?).map(
+                        Date.init(timeIntervalSinceReferenceDate:)),
+                    claimedElsewhere: (row["claimed_by"] as String?).map(live.contains) ?? false)
+            }, request: rotating ? OutboxClaimRequest(dueBy: .distantPast, limit: 0) : request, now: now)
+        guard !selection.claimed.isEmpty else { return (([], []), selection.backlog) }
+        try insertLease("outbox:" + holder, holder: holder, terms: terms, in: db)
+        let ids = selection.claimed.map(\.uuidString)
+        try db.execute(
+            sql: "UPDATE outbox SET claimed_by = ? WHERE id IN (\(SQL.placeholders(ids)))",
+            arguments: StatementArguments([holder] + ids))
+        var read = try readOutbox(
+            db, "\(selectEntries) WHERE id IN (\(SQL.placeholders(ids))) \(earliestFirst)",
+            arguments: StatementArguments(ids), sealer: sealer)
+        read.values.sort { ($0.nextAttemptAt, $0.createdAt) < ($1.nextAttemptAt, $1.createdAt) }
+        return (read, selection.backlog)
     }
 
-    public func updateOutboxEntry(_ entry: OutboxEntry) async throws(StorageError) {
+    /// Writes a claim's outcomes in one transaction, its own entries only.
+    func settle(removing removed: [UUID], updating updated: [OutboxEntry], holder: String) async throws(StorageError) {
         try await write { db, sealer in
-            let row = try SealedOutboxEntry(entry, sealer: sealer)
-            var arguments = row.arguments
-            arguments += [row.id]
-            // Absent entries are ignored: a concurrent drain may have removed it.
-            try db.execute(
-                sql: """
-                    UPDATE outbox SET \(SQL.assignments(SealedOutboxEntry.columns)), claimed_until = NULL
-                    WHERE id = ?
-                    """, arguments: arguments)
+            for id in removed {
+                try db.execute(
+                    sql: "DELETE FROM outbox WHERE id = ? AND claimed_by = ?", arguments: [id.uuidString, holder])
+            }
+            for entry in updated {
+                let row = try SealedOutboxEntry(entry, sealer: sealer)
+                var arguments = row.arguments
+                arguments += [row.id, holder]
+                try db.execute(
+                    sql:
+                        "UPDATE outbox SET \(SQL.assignments(SealedOutboxEntry.columns)) WHERE id = ? AND claimed_by = ?",
+                    arguments: arguments)
+            }
         }
     }
 
-    public func removeOutboxEntry(_ id: UUID) async throws(StorageError) {
-        try await write { db, _ in try db.execute(sql: "DELETE FROM outbox WHERE id = ?", arguments: [id.uuidString]) }
+    public func reviveOutboxEntries(
+        failedFor cause: OutboxEntry.FailureCause?, of providers: Set<ProviderIdentity>?, at date: Date
+    ) async throws(StorageError) -> Int {
+        try await write { db, _ in
+            var sql = "UPDATE outbox SET failed_permanently = 0, next_attempt_at = ? WHERE failed_permanently = 1"
+            var arguments: StatementArguments = [date.timeIntervalSinceReferenceDate]
+            if let cause {
+                sql += " AND failure_cause = ?"
+                arguments += [cause.rawValue]
+            }
+            if let providers {
+                guard !providers.isEmpty else { return 0 }
+                sql +=
+                    " AND (" + providers.map { _ in "(issuer = ? AND client_id = ?)" }.joined(separator: " OR ") + ")"
+                for provider in providers { arguments += [provider.issuer, provider.clientID] }
+            }
+            try db.execute(sql: sql, arguments: arguments)
+            return db.changesCount
+        }
+    }
+
+    @discardableResult
+    public func removeOutboxEntry(_ id: UUID) async throws(StorageError) -> Bool {
+        try await write { db, _ in
+            try db.execute(sql: "DELETE FROM outbox WHERE id = ?", arguments: [id.uuidString])
+            return db.changesCount > 0
+        }
     }
 
     public func damagedOutboxEntries() async throws(StorageError) -> [DamagedRecord] {
         try await read { db, sealer in try Self.readOutbox(db, Self.selectEntries, sealer: sealer).damaged }
+    }
+}
+
+/// A drainer's claimed entries, while its body runs.
+private struct SQLiteClaim: ClaimedOutboxEntries {
+    let storage: SQLiteCredentialStorage
+    let holder: String
+    let scope: LeaseScope
+    let entries: [OutboxEntry]
+    let damaged: [DamagedRecord]
+    let backlog: OutboxBacklog
+
+    func settle(removing removed: [UUID], updating updated: [OutboxEntry]) async throws(StorageError) {
+        try scope.check()
+        try await storage.settle(removing: removed, updating: updated, holder: holder)
     }
 }

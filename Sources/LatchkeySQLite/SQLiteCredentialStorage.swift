@@ -25,7 +25,7 @@ import SystemPackage
 ///   mode, with a busy timeout.
 /// - Problems are reported as ``StorageError`` naming the file; nothing is ever deleted,
 ///   truncated or overwritten to "repair" a store.
-public final class SQLiteCredentialStorage: CredentialStorage, OutboxStorage, LeasedCredentialAccess {
+public final class SQLiteCredentialStorage: CredentialStorage, OutboxStorage {
     /// Where the key that seals token values comes from.
     public enum KeySource: Sendable {
         /// A file beside the database, named after it with `.key` appended; created when the
@@ -159,6 +159,12 @@ public final class SQLiteCredentialStorage: CredentialStorage, OutboxStorage, Le
             guard rename(keyPath + ".next", keyPath) == 0 else { throw error }
             return next
         }
+    }
+
+    /// DPoP nonces, provider documents and web sessions, in the same file, for every process
+    /// that opens it.
+    public var capabilities: StorageCapabilities {
+        StorageCapabilities(dpopNonces: self, providerDocuments: self, webSessions: self)
     }
 
     /// Closes the database now, moving everything committed into the database file, instead

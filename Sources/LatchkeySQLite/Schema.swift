@@ -161,6 +161,18 @@ enum Schema {
                     );
                     """)
         },
+        { db, _ in
+            // An outbox claim names its drainer (a row of `refresh_lease`, alive as a lease
+            // holder is), instead of a time it runs out at; why an entry failed is a value of
+            // its own (entries of earlier versions that failed for want of a provider said so
+            // in their error's text only).
+            try db.execute(
+                sql: """
+                    ALTER TABLE outbox ADD COLUMN claimed_by TEXT;
+                    ALTER TABLE outbox ADD COLUMN failure_cause TEXT;
+                    UPDATE outbox SET failure_cause = 'no_provider' WHERE last_error LIKE 'No provider is registered%';
+                    """)
+        },
     ]
 
     /// Seals every credential again with its version bound. A row that does not open is left as

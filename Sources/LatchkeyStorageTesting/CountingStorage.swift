@@ -15,12 +15,14 @@ public struct StorageCounts: Sendable, Hashable, CustomStringConvertible {
     public var writes = 0
     /// Leases taken.
     public var leases = 0
+    /// Outbox claims made.
+    public var claims = 0
 
     /// No use yet.
     public init() {}
 
     public var description: String {
-        "reads \(reads), opens \(opens), listings \(listings), writes \(writes), leases \(leases)"
+        "reads \(reads), opens \(opens), listings \(listings), writes \(writes), leases \(leases), claims \(claims)"
     }
 }
 
@@ -38,6 +40,9 @@ public final class CountingStorage: CredentialStorage, OutboxStorage, Sendable {
 
     /// The counts so far.
     public var counts: StorageCounts { tally.withLockedValue { $0 } }
+
+    /// What the wrapped storage keeps beside credentials, as it declares it.
+    public var capabilities: StorageCapabilities { inner.capabilities }
 
     /// Starts counting again from zero.
     public func reset() { tally.withLockedValue { $0 = StorageCounts() } }
@@ -107,28 +112,45 @@ public final class CountingStorage: CredentialStorage, OutboxStorage, Sendable {
 
     public func damagedRecords() async throws(StorageError) -> [DamagedRecord] { try await inner.damagedRecords() }
 
-    public func enqueue(_ entry: OutboxEntry, limit: Int) async throws(StorageError) {
+    public func enqueue(_ entries: [OutboxEntry], limit: Int) async throws(StorageError) {
         count { $0.writes += 1 }
-        try await inner.enqueue(entry, limit: limit)
+        try await inner.enqueue(entries, limit: limit)
     }
 
-    public func outboxEntries() async throws(StorageError) -> [OutboxEntry] { try await inner.outboxEntries() }
-
-    public func claimOutboxEntries(dueBy date: Date, limit: Int, now: Date, for duration: Duration)
-        async throws(StorageError) -> [OutboxEntry]
-    {
-        count { $0.writes += 1 }
-        return try await inner.claimOutboxEntries(dueBy: date, limit: limit, now: now, for: duration)
+    public func outboxEntries() async throws(StorageError) -> [OutboxEntry] {
+        let entries = try await inner.outboxEntries()
+        count {
+            $0.reads += 1
+            $0.opens += entries.count
+        }
+        return entries
     }
 
-    public func updateOutboxEntry(_ entry: OutboxEntry) async throws(StorageError) {
-        count { $0.writes += 1 }
-        try await inner.updateOutboxEntry(entry)
+    /// A claim is one write that opens what it claims; its settles are writes.
+    public func withOutboxClaim<Result: Sendable>(
+        _ request: OutboxClaimRequest, terms: LeaseTerms, _ body: @Sendable (any ClaimedOutboxEntries) async -> Result
+    ) async throws(StorageError) -> Result {
+        try await inner.withOutboxClaim(request, terms: terms) { claim in
+            self.count {
+                $0.claims += 1
+                $0.writes += 1
+                $0.opens += claim.entries.count + claim.damaged.count
+            }
+            return await body(CountingClaim(storage: self, inner: claim))
+        }
     }
 
-    public func removeOutboxEntry(_ id: UUID) async throws(StorageError) {
+    public func reviveOutboxEntries(
+        failedFor cause: OutboxEntry.FailureCause?, of providers: Set<ProviderIdentity>?, at date: Date
+    ) async throws(StorageError) -> Int {
         count { $0.writes += 1 }
-        try await inner.removeOutboxEntry(id)
+        return try await inner.reviveOutboxEntries(failedFor: cause, of: providers, at: date)
+    }
+
+    @discardableResult
+    public func removeOutboxEntry(_ id: UUID) async throws(StorageError) -> Bool {
+        count { $0.writes += 1 }
+        return try await inner.removeOutboxEntry(id)
     }
 
     public func damagedOutboxEntries() async throws(StorageError) -> [DamagedRecord] {
@@ -141,8 +163,10 @@ private struct CountingAccess: LeasedCredentialAccess {
     let storage: CountingStorage
     let inner: any LeasedCredentialAccess
 
-    func credential(for id: CredentialID) async throws(StorageError) -> StoredCredential? {
-        storage.opened(try await inner.credential(for: id).map { [$0] } ?? []).first
+    var id: CredentialID { inner.id }
+
+    func credential() async throws(StorageError) -> StoredCredential? {
+        storage.opened(try await inner.credential().map { [$0] } ?? []).first
     }
 
     func update(_ credential: StoredCredential) async throws(StorageError) {
@@ -150,18 +174,33 @@ private struct CountingAccess: LeasedCredentialAccess {
         try await inner.update(credential)
     }
 
-    func delete(_ id: CredentialID) async throws(StorageError) -> StorageDeletion {
+    func delete() async throws(StorageError) -> StorageDeletion {
         storage.count { $0.writes += 1 }
-        return try await inner.delete(id)
+        return try await inner.delete()
     }
 
-    func delete(_ id: CredentialID, ifVersion version: Int) async throws(StorageError) -> StorageDeletion? {
+    func delete(ifVersion version: Int) async throws(StorageError) -> StorageDeletion? {
         storage.count { $0.writes += 1 }
-        return try await inner.delete(id, ifVersion: version)
+        return try await inner.delete(ifVersion: version)
     }
 
-    func enqueueThroughLease(_ entry: OutboxEntry, limit: Int) async throws(StorageError) -> Bool {
+    func enqueue(_ entries: [OutboxEntry], limit: Int) async throws(StorageError) -> Bool {
         storage.count { $0.writes += 1 }
-        return try await inner.enqueueThroughLease(entry, limit: limit)
+        return try await inner.enqueue(entries, limit: limit)
+    }
+}
+
+/// A drainer's claim, counted.
+private struct CountingClaim: ClaimedOutboxEntries {
+    let storage: CountingStorage
+    let inner: any ClaimedOutboxEntries
+
+    var entries: [OutboxEntry] { inner.entries }
+    var damaged: [DamagedRecord] { inner.damaged }
+    var backlog: OutboxBacklog { inner.backlog }
+
+    func settle(removing removed: [UUID], updating updated: [OutboxEntry]) async throws(StorageError) {
+        storage.count { $0.writes += 1 }
+        try await inner.settle(removing: removed, updating: updated)
     }
 }

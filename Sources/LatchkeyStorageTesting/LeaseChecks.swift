@@ -137,26 +137,27 @@ enum LeaseChecks {
     }
 
     /// The holder reads and writes the credential through the access it is handed, with the
-    /// storage's rules: compare-and-swap, deletion clears the default.
+    /// storage's rules: compare-and-swap, deletion clears the default, outbox entries in one write.
     static func access(_ storage: Storage) async throws {
         let alice = ContractFixtures.credential("alice")
         try await storage.insert(alice)
         try await storage.setDefaultCredentialID(alice.id)
         try await storage.withCredentialLease(for: alice.id, terms: terms) { access in
             do {
-                var read = try #require(try await access.credential(for: alice.id))
+                #expect(access.id == alice.id)
+                var read = try #require(try await access.credential())
                 #expect(read == alice)
                 read.token.accessToken = "SECRET-UNDER-LEASE"
                 try await access.update(read)
                 let stale = read
                 read.version += 1
-                #expect(try await access.credential(for: alice.id) == read)
+                #expect(try await access.credential() == read)
                 await #expect(throws: StorageError.self) { try await access.update(stale) }
-                let entry = ContractFixtures.entry("SECRET-QUEUED")
-                if try await access.enqueueThroughLease(entry, limit: 10) {
-                    #expect(try await storage.outboxEntries().map(\.id) == [entry.id])
+                let entries = [ContractFixtures.entry("SECRET-QUEUED-1"), ContractFixtures.entry("SECRET-QUEUED-2")]
+                if try await access.enqueue(entries, limit: 10) {
+                    #expect(Set(try await storage.outboxEntries().map(\.id)) == Set(entries.map(\.id)))
                 }
-                let deletion = try await access.delete(alice.id)
+                let deletion = try await access.delete()
                 #expect(deletion == StorageDeletion(deleted: true, clearedDefault: true))
             } catch {
                 Issue.record(error)
@@ -164,6 +165,38 @@ enum LeaseChecks {
         }
         #expect(try await storage.credential(for: alice.id) == nil)
         #expect(try await storage.defaultCredentialID() == nil)
+    }
+
+    /// The access is the lease's, for its one credential: it refuses another credential, and,
+    /// kept past its body, refuses every read and write (the lease is another holder's by then).
+    static func scopedAccess(_ storage: Storage) async throws {
+        let alice = ContractFixtures.credential("alice")
+        let bob = ContractFixtures.credential("bob", created: 1)
+        try await storage.insert(alice)
+        try await storage.insert(bob)
+        let kept = try await storage.withCredentialLease(for: alice.id, terms: terms) { access in
+            let error = await #expect(throws: StorageError.self) { try await access.update(bob) }
+            #expect(error?.code == .leaseNotHeld, "a write to another credential through alice's lease")
+            return access
+        }
+        func refused(_ what: String, _ attempt: () async throws -> Void) async {
+            do {
+                try await attempt()
+                Issue.record("\(what) after the lease worked")
+            } catch {
+                #expect((error as? StorageError)?.code == .leaseNotHeld, "\(what): \(error)")
+            }
+        }
+        var changed = alice
+        changed.token.accessToken = "SECRET-AFTER-LEASE"
+        await refused("a read") { _ = try await kept.credential() }
+        await refused("an update") { try await kept.update(changed) }
+        await refused("a delete") { _ = try await kept.delete() }
+        await refused("a delete by version") { _ = try await kept.delete(ifVersion: alice.version) }
+        await refused("queueing") { _ = try await kept.enqueue([ContractFixtures.entry("SECRET-LATE")], limit: 10) }
+        #expect(try await storage.credential(for: alice.id) == alice, "nothing changed after the lease")
+        #expect(try await storage.credential(for: bob.id) == bob)
+        #expect(try await storage.outboxEntries().isEmpty)
     }
 
     /// A delete by compare-and-swap deletes only the version it names, clearing the default as a
@@ -174,16 +207,16 @@ enum LeaseChecks {
         try await storage.setDefaultCredentialID(bob.id)
         try await storage.withCredentialLease(for: bob.id, terms: terms) { access in
             do {
-                var read = try #require(try await access.credential(for: bob.id))
+                var read = try #require(try await access.credential())
                 read.token.accessToken = "SECRET-NEWER"
                 try await access.update(read)
-                #expect(try await access.delete(bob.id, ifVersion: bob.version) == nil, "an older version")
-                #expect(try await access.credential(for: bob.id)?.token.accessToken == "SECRET-NEWER")
+                #expect(try await access.delete(ifVersion: bob.version) == nil, "an older version")
+                #expect(try await access.credential()?.token.accessToken == "SECRET-NEWER")
                 #expect(
-                    try await access.delete(bob.id, ifVersion: bob.version + 1)
+                    try await access.delete(ifVersion: bob.version + 1)
                         == StorageDeletion(deleted: true, clearedDefault: true))
                 #expect(
-                    try await access.delete(bob.id, ifVersion: bob.version + 1)
+                    try await access.delete(ifVersion: bob.version + 1)
                         == StorageDeletion(deleted: false, clearedDefault: false), "already gone")
             } catch {
                 Issue.record(error)
@@ -250,7 +283,12 @@ final class ContractSignal: Sendable {
 /// system's clock.
 final class ContractClock: LatchkeyClock {
     private let offset = NIOLockedValueBox(Duration.zero)
-    private let origin = Date(timeIntervalSince1970: 1_800_000_000)
+    private let origin: Date
+
+    /// A clock whose date starts at `origin`.
+    init(at origin: Date = Date(timeIntervalSince1970: 1_800_000_000)) {
+        self.origin = origin
+    }
 
     var now: ContinuousClock.Instant { ContinuousClock.now + offset.withLockedValue { $0 } }
     var minimumResolution: Duration { ContinuousClock().minimumResolution }

@@ -86,20 +86,36 @@ public enum StorageContract {
         Check(
             name: "the holder reads and writes through its access by compare-and-swap", body: LeaseChecks.access),
         Check(
+            name: "the access is its lease's: another credential, or any use after the body returned, is refused",
+            body: LeaseChecks.scopedAccess),
+        Check(
             name: "a delete by compare-and-swap deletes only the version it names",
             body: LeaseChecks.conditionalDelete),
     ]
 
-    /// The checks of ``OutboxStorage``.
+    /// The checks of ``OutboxStorage``, the claim's with the lease's rules.
     public static let outboxChecks: [Check] = [
+        Check(name: "the outbox keeps entries, earliest due first, and removes them", body: OutboxChecks.entries),
         Check(
-            name: "the outbox keeps entries, earliest due first, updates and removes them", body: OutboxChecks.entries),
-        Check(name: "the outbox holds at most its limit; a permanent failure is kept", body: OutboxChecks.limit),
+            name:
+                "the outbox holds at most its limit, entries queued together all or none; a permanent failure is kept",
+            body: OutboxChecks.limit),
         Check(
-            name: "drainers claim due entries one at a time until an update or a timeout", body: OutboxChecks.claims),
+            name:
+                "a claim takes due entries, earliest first, up to its limit, and every expired one; the backlog by state",
+            body: OutboxChecks.claimsWhatIsDue),
+        Check(
+            name:
+                "a claim is kept while its drainer works, past its duration, through its writes, and ends with its body",
+            body: OutboxChecks.claimHeldUntilItsBodyReturns),
+        Check(
+            name: "a claim settles its own entries in one write, and refuses to once its body returned",
+            body: OutboxChecks.settle),
         Check(
             name: "an entry that waits for another is claimed once that one is gone or failed for good",
             body: OutboxChecks.waitingEntries),
+        Check(
+            name: "entries that failed for good are made due again by cause and provider", body: OutboxChecks.revival),
     ]
 }
 
@@ -122,7 +138,8 @@ enum ContractFixtures {
 
     static func entry(_ token: String, due: TimeInterval = 0) -> OutboxEntry {
         OutboxEntry(
-            provider: provider, action: .revoke(.refreshToken), token: token, account: "alice", tokenExpiresAt: nil,
+            provider: provider, action: .revoke(.refreshToken), payload: .token(token), account: "alice",
+            tokenExpiresAt: nil,
             createdAt: Date(timeIntervalSince1970: 1_800_000_000), attempts: 1,
             nextAttemptAt: Date(timeIntervalSince1970: 1_800_000_000 + due), lastError: "offline")
     }

@@ -18,7 +18,7 @@ enum WebSessionChecks {
     }
 
     static func sessions(_ storage: Storage) async throws {
-        let web = try #require(storage as? any WebSessionStorage, "the storage keeps no web sessions")
+        let web = try #require(storage.capabilities.webSessions, "the storage keeps no web sessions")
         let a = session("a", sid: "s1", subject: "alice")
         let b = session("b", sid: "s2", subject: "alice")
         let c = session("c", sid: nil, subject: "bob")
@@ -43,7 +43,7 @@ enum WebSessionChecks {
     }
 
     static func removedOnce(_ storage: Storage) async throws {
-        let web = try #require(storage as? any WebSessionStorage, "the storage keeps no web sessions")
+        let web = try #require(storage.capabilities.webSessions, "the storage keeps no web sessions")
         try await web.insertWebSession(session("x", sid: "s", subject: "alice"))
         let winners = try await withThrowingTaskGroup(of: Bool.self) { group in
             for _ in 0..<8 { group.addTask { try await web.removeWebSession(handle: "x") != nil } }
@@ -62,7 +62,7 @@ enum WebSessionChecks {
     }
 
     static func pendingSignIns(_ storage: Storage) async throws {
-        let web = try #require(storage as? any WebSessionStorage, "the storage keeps no web sessions")
+        let web = try #require(storage.capabilities.webSessions, "the storage keeps no web sessions")
         let payload = Data("verifier and nonce".utf8)
         try await web.insertPendingSignIn(handle: "p", payload: payload, expiresAt: base.addingTimeInterval(600))
         try await web.insertPendingSignIn(handle: "old", payload: payload, expiresAt: base.addingTimeInterval(10))
@@ -72,7 +72,7 @@ enum WebSessionChecks {
     }
 
     static func logoutTokens(_ storage: Storage) async throws {
-        let web = try #require(storage as? any WebSessionStorage, "the storage keeps no web sessions")
+        let web = try #require(storage.capabilities.webSessions, "the storage keeps no web sessions")
         let until = base.addingTimeInterval(180)
         #expect(try await web.recordLogoutToken("iss a", keepUntil: until, now: base))
         #expect(try await web.recordLogoutToken("iss a", keepUntil: until, now: base.addingTimeInterval(100)) == false)

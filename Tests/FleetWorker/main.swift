@@ -63,7 +63,7 @@ final class StallingTransport: HTTPTransport {
     }
 }
 
-func openStore(_ client: PostgresClient) async throws -> CredentialStore {
+func openStore(_ client: PostgresClient, leaseDuration: Duration = .seconds(60)) async throws -> CredentialStore {
     guard let keyFile = ProcessInfo.processInfo.environment["LATCHKEY_KEY_FILE"] else {
         fail("LATCHKEY_KEY_FILE is not set")
     }
@@ -71,7 +71,7 @@ func openStore(_ client: PostgresClient) async throws -> CredentialStore {
     let slowdown = ProcessInfo.processInfo.environment["LATCHKEY_TEST_SLOWDOWN"].flatMap(Double.init) ?? 1
     let storage = try await PostgresCredentialStorage.open(
         client: client, key: StoreKey.read(fromFile: keyFile), timeout: .seconds(60 * slowdown))
-    return CredentialStore(storage: storage)
+    return CredentialStore(storage: storage, leaseDuration: leaseDuration)
 }
 
 func provider(_ issuer: String, transport: any HTTPTransport = AsyncHTTPClientTransport.shared) -> OpenIDProvider {
@@ -113,7 +113,8 @@ do {
         guard arguments.count >= 3, let claim = Int(arguments[2]) else {
             fail("usage: drain ISSUER CLAIM_SECONDS [STALL_AFTER]")
         }
-        let store = try await openStore(client)
+        // The claims a drain makes last the store's lease.
+        let store = try await openStore(client, leaseDuration: .seconds(claim))
         let transport: any HTTPTransport =
             arguments.count > 3
             ? StallingTransport(inner: AsyncHTTPClientTransport.shared, limit: Int(arguments[3]) ?? 0)
@@ -121,7 +122,7 @@ do {
         await store.register(provider(arguments[1], transport: transport))
         var revoked = 0
         while try await !store.outboxEntries().isEmpty {
-            let report = await store.drainOutbox(DrainOptions(claimDuration: .seconds(claim)))
+            let report = await store.drainOutbox(DrainOptions())
             if let error = report.storageError { throw error }
             guard report.failed == 0, report.permanent == 0 else { fail("revocations failed: \(report)") }
             revoked += report.revoked

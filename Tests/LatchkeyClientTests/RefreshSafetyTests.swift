@@ -20,9 +20,17 @@ struct RefreshSafetyTests {
             configuration: harness.provider.configuration, transport: transport, logger: TraceLog.logger("provider"))
     }
 
+    /// The provider's documents uncacheable (`max-age=0`): the store keeps none, and a new
+    /// process must fetch them, as one does when they expired.
+    static var documentsNotKept: DevProviderConfiguration {
+        var configuration = DevProviderConfiguration.default
+        configuration.documentMaxAge = 0
+        return configuration
+    }
+
     @Test("an unreachable JWKS fails the refresh before the refresh token is spent")
     func jwksBeforeRefresh() async throws {
-        try await withHarness(.dev) { harness in
+        try await withHarness(.dev, devConfiguration: Self.documentsNotKept) { harness in
             let dev = try #require(harness.dev)
             let signedIn = try await signIn(harness)
             let before = try await signedIn.token
@@ -195,7 +203,7 @@ struct RefreshSafetyTests {
 
     @Test("offline, a global sign-out reports the global step failed, not unsupported, and queues the revocations")
     func offlineGlobalSignOut() async throws {
-        try await withHarness(.dev) { harness in
+        try await withHarness(.dev, devConfiguration: Self.documentsNotKept) { harness in
             let dev = try #require(harness.dev)
             let credential = try await signIn(harness)
             let token = try await credential.token

@@ -258,15 +258,21 @@ struct SignOutTests: SignOutDevicesTest {
         }
     }
 
-    @Test("hooks run as named steps after the server steps and before local removal")
+    @Test("hooks run as named steps once the account has left the device, after its lease, each under its deadline")
     func hooks() async throws {
         try await withDevices { devices in
-            _ = try await devices.signIn(devices.a)
+            let credential = try await devices.signIn(devices.a)
             struct PushFailure: Error {}
+            let store = devices.a
             let options = SignOutOptions(hooks: [
-                SignOutHook("deregister-push") { credential in #expect(credential.metadata.preferredUsername == "alice")
+                SignOutHook("deregister-push") { signedOut in
+                    #expect(signedOut.metadata.preferredUsername == "alice")
+                    // Outside the lease: the store is free, and the account is gone from it.
+                    let stillStored = try await store.credential(for: credential.id)
+                    #expect(stillStored == nil)
                 },
                 SignOutHook("analytics") { _ in throw PushFailure() },
+                SignOutHook("stuck", timeout: .milliseconds(200)) { _ in try await Task.sleep(for: .seconds(3_600)) },
             ])
             let result = await devices.a.signOut(.current, options: options)
             guard case .partial = result else {
@@ -274,9 +280,13 @@ struct SignOutTests: SignOutDevicesTest {
                 return
             }
             let names = result.steps.map(\.kind.description)
-            #expect(names.suffix(3) == ["hook:deregister-push", "hook:analytics", "local-removal"])
+            #expect(names.suffix(4) == ["local-removal", "hook:deregister-push", "hook:analytics", "hook:stuck"])
             #expect(status(result, "hook:deregister-push") == .succeeded)
             #expect(status(result, "hook:analytics") == .failed)
+            let stuck = try #require(result.steps.first { $0.kind == .hook("stuck") })
+            #expect(stuck.status == .failed)
+            #expect(stuck.error is SignOutHookTimedOut)
+            #expect(stuck.isRetryable)
         }
     }
 
@@ -284,16 +294,14 @@ struct SignOutTests: SignOutDevicesTest {
     func perAccount() async throws {
         try await withDevices { devices in
             let alice = try await devices.signIn(devices.a, "alice")
-            let bob = try await devices.signIn(devices.a, "bob")
-            /// A failure the hook knows a retry cannot fix.
-            struct Denied: RetryableError, Sendable { var isRetryable: Bool { false } }
+            // Bob's tokens came from a provider this store does not know: no server step can be sent.
+            let elsewhere = ProviderIdentity(issuer: "https://unregistered.example", clientID: "other-cli")
+            let bob = try await devices.a.add(
+                Token(
+                    accessToken: "bob-access", refreshToken: "bob-refresh", issuedAt: Date(),
+                    expiresAt: Date().addingTimeInterval(3_600), provider: elsewhere))
             let options = SignOutOptions(
-                policy: .serverFirst,
-                hooks: [
-                    SignOutHook("deregister") { credential in
-                        if credential.metadata.preferredUsername == "bob" { throw Denied() }
-                    }
-                ])
+                policy: .serverFirst, hooks: [SignOutHook("deregister") { _ in }])
             let result = await devices.a.signOut(.all, options: options)
             guard case .failed(let error, _) = result else {
                 Issue.record("expected failed, got \(result)")
@@ -306,10 +314,12 @@ struct SignOutTests: SignOutDevicesTest {
             #expect(outcomes[alice.id]?.signedOutLocally == true)
             #expect(outcomes[bob.id]?.signedOutLocally == false)
             #expect(try await devices.a.all().map(\.id) == [bob.id])
-            // The hook's own error, and its word on retrying.
-            let hookStep = try #require(result.steps.first { $0.account == bob.id && $0.kind == .hook("deregister") })
-            #expect(hookStep.error is Denied)
-            #expect(hookStep.isRetryable == false)
+            // Why Bob is still signed in, and his hook not run while he is.
+            let bobSteps = result.steps.filter { $0.account == bob.id }
+            #expect(bobSteps.first { $0.kind == .revoke(.refreshToken) }?.reason?.code == .noProvider)
+            #expect(bobSteps.first { $0.kind == .hook("deregister") }?.reason?.code == .stillSignedIn)
+            #expect(
+                result.steps.first { $0.account == alice.id && $0.kind == .hook("deregister") }?.status == .succeeded)
         }
     }
 

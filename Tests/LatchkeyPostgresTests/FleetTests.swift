@@ -98,7 +98,7 @@ struct FleetTests {
             return answer
         }
         #expect(rows == 1)
-        #expect(version == 4)  // the current schema version
+        #expect(version == 5)  // the current schema version (PostgresSchema.migrations.count)
     }
 
     @Test("4 instances × 250 callers of one expired credential make one refresh request")
@@ -136,10 +136,13 @@ struct FleetTests {
                 group.addTask {
                     for token in tokens[chunk..<min(chunk + 500, tokens.count)] {
                         try await storage.enqueue(
-                            OutboxEntry(
-                                provider: provider, action: .revoke(.refreshToken), token: token, account: "alice",
-                                tokenExpiresAt: nil, createdAt: Date(), attempts: 1, nextAttemptAt: Date(),
-                                lastError: "offline"),
+                            [
+                                OutboxEntry(
+                                    provider: provider, action: .revoke(.refreshToken), payload: .token(token),
+                                    account: "alice",
+                                    tokenExpiresAt: nil, createdAt: Date(), attempts: 1, nextAttemptAt: Date(),
+                                    lastError: "offline")
+                            ],
                             limit: .max)
                     }
                 }

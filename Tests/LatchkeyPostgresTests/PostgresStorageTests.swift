@@ -97,12 +97,15 @@ struct PostgresStorageTests {
             let stored = try await store.add(Fixtures.token("alice"), accountClaims: Fixtures.claims("alice"))
             _ = try await store.setTags(["team": "blue"], for: stored.id)
             let entry = OutboxEntry(
-                provider: stored.token.provider, action: .revoke(.refreshToken), token: "QUEUED-SECRET-\(UUID())",
+                provider: stored.token.provider, action: .revoke(.refreshToken),
+                payload: .token("QUEUED-SECRET-\(UUID())"),
                 account: "alice", tokenExpiresAt: nil, createdAt: Date(), attempts: 1, nextAttemptAt: Date(),
                 lastError: nil)
-            try await storage.enqueue(entry, limit: 10)
-            let secrets = [stored.token.accessToken, stored.token.refreshToken, stored.token.idToken, entry.token]
-                .compactMap { $0 }
+            try await storage.enqueue([entry], limit: 10)
+            let secrets = [
+                stored.token.accessToken, stored.token.refreshToken, stored.token.idToken, entry.payload.token,
+            ]
+            .compactMap { $0 }
 
             var rows: [String] = []
             for table in ["latchkey_credential", "latchkey_outbox", "latchkey_setting"] {

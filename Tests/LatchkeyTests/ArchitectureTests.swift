@@ -26,7 +26,7 @@ struct ArchitectureTests {
         // Code spans that look like paths: a folder of the repository, or a Swift file.
         let spans = text.split(separator: "`", omittingEmptySubsequences: false).enumerated()
             .filter { $0.offset % 2 == 1 }.map { String($0.element) }
-        let roots = ["Sources/", "Tests/", "Benchmarks/", "scripts/", "Package.swift"]
+        let roots = ["Sources/", "Tests/", "Benchmarks/", "Plugins/", "scripts/", "Package.swift"]
         var named = 0
         for span in spans {
             let path: String

@@ -146,9 +146,12 @@ struct SQLiteStoreFileTests {
         let alice = try await store.add(Fixtures.token(user: "alice"))
         try await store.setDefault(alice.id)
         try await store.outbox.enqueue(
-            OutboxEntry(
-                provider: Fixtures.provider, action: .revoke(.refreshToken), token: "SECRET-QUEUED", account: "alice",
-                tokenExpiresAt: nil, createdAt: Date(), attempts: 1, nextAttemptAt: Date(), lastError: nil),
+            [
+                OutboxEntry(
+                    provider: Fixtures.provider, action: .revoke(.refreshToken), payload: .token("SECRET-QUEUED"),
+                    account: "alice",
+                    tokenExpiresAt: nil, createdAt: Date(), attempts: 1, nextAttemptAt: Date(), lastError: nil)
+            ],
             limit: 10)
         let oldKey = try #require(FileManager.default.contents(atPath: path + ".key"))
         try (store.storage as? SQLiteCredentialStorage)?.close()
@@ -162,7 +165,7 @@ struct SQLiteStoreFileTests {
         let reopened = try SQLiteCredentialStorage(path: path)
         #expect(try await reopened.all().map(\.token) == [alice.token])
         #expect(try await reopened.defaultCredentialID() == alice.id)
-        #expect(try await reopened.outboxEntries().map(\.token) == ["SECRET-QUEUED"])
+        #expect(try await reopened.outboxEntries().map(\.payload.token) == ["SECRET-QUEUED"])
         #expect(try await reopened.damagedRecords().isEmpty)
         try reopened.close()
         let old = #expect(throws: StorageError.self) {

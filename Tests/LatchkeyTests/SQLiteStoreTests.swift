@@ -306,10 +306,11 @@ struct SQLiteStoreTests {
         let bob = try await store.add(Fixtures.token(user: "bob"))
         try await store.setDefault(bob.id)
         let entry = OutboxEntry(
-            provider: Fixtures.provider, action: .revoke(.refreshToken), token: "SECRET-QUEUED", account: "alice",
+            provider: Fixtures.provider, action: .revoke(.refreshToken), payload: .token("SECRET-QUEUED"),
+            account: "alice",
             tokenExpiresAt: nil, createdAt: Date(timeIntervalSince1970: 1_800_000_000), attempts: 1,
             nextAttemptAt: Date(timeIntervalSince1970: 1_800_000_000), lastError: nil)
-        try await store.outbox.enqueue(entry, limit: 10)
+        try await store.outbox.enqueue([entry], limit: 10)
         // Turn the file back into what version 2 wrote: seals bound to the id only, the default
         // marker in the clear, no version column, lease table, permanent-failure or claim column.
         let sealer = Sealer(key: key)
@@ -343,6 +344,8 @@ struct SQLiteStoreTests {
             try db.execute(sql: "ALTER TABLE credential DROP COLUMN rejected_access_token")
             try db.execute(sql: "ALTER TABLE outbox DROP COLUMN failed_permanently")
             try db.execute(sql: "ALTER TABLE outbox DROP COLUMN claimed_until")
+            try db.execute(sql: "ALTER TABLE outbox DROP COLUMN claimed_by")
+            try db.execute(sql: "ALTER TABLE outbox DROP COLUMN failure_cause")
             try db.execute(sql: "ALTER TABLE credential DROP COLUMN version")
             for column in [
                 "name", "client_id", "tags", "access_token_expires_at", "has_access_token", "has_refresh_token",
@@ -365,7 +368,7 @@ struct SQLiteStoreTests {
         var expected = alice.metadata
         expected.tags = ["team": "blue"]
         #expect(try await upgraded.default?.id == bob.id)
-        #expect(try await upgraded.outboxEntries().map(\.token) == ["SECRET-QUEUED"])
+        #expect(try await upgraded.outboxEntries().map(\.payload.token) == ["SECRET-QUEUED"])
         #expect(try await upgraded.all().allSatisfy { $0.version == 1 })
         #expect(
             try await upgraded.accounts().map(\.metadata) == [expected, bob.metadata], "listing columns filled")

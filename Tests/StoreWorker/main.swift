@@ -95,9 +95,10 @@ do {
             say("committed \(credential.id)")
             // An outbox entry too, so the tests can check that queued revocations survive as well.
             let entry = OutboxEntry(
-                provider: token.provider, action: .revoke(.refreshToken), token: "rt-\(label)-\(index)", account: label,
+                provider: token.provider, action: .revoke(.refreshToken), payload: .token("rt-\(label)-\(index)"),
+                account: label,
                 tokenExpiresAt: nil, createdAt: Date(), attempts: 1, nextAttemptAt: Date(), lastError: nil)
-            try await store.outbox.enqueue(entry, limit: .max)
+            try await store.outbox.enqueue([entry], limit: .max)
             say("queued \(entry.id.uuidString)")
             index += 1
         }

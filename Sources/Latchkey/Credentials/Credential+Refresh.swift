@@ -146,7 +146,9 @@ extension Credential {
         let provider = self.provider
         let result: Result<Refreshed, ProviderError>
         do throws(ProviderError) {
-            try await provider.prepareRefresh(of: token)
+            try await store.capabilities.sharing { () async throws(ProviderError) in
+                try await provider.prepareRefresh(of: token)
+            }
             result = try await transaction { transaction in await transaction.refresh(need, with: provider) }
         } catch {
             result = .failure(error)

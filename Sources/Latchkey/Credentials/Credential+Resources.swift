@@ -36,7 +36,9 @@ extension Credential {
             return kept
         }
         let provider = self.provider
-        try await provider.prepareRefresh(of: current.token)
+        try await store.capabilities.sharing { () async throws(ProviderError) in
+            try await provider.prepareRefresh(of: current.token)
+        }
         return try await transaction { transaction in
             await transaction.resourceToken(indicator, scopes: scopes, minimumValidity: minimumValidity, with: provider)
         }.get()

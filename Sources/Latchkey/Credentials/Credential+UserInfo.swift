@@ -3,6 +3,10 @@ extension Credential {
     /// token, it is marked rejected and refreshed once (one refresh for every caller and process
     /// sharing the store, as ``send(_:body:resource:scopes:through:options:)`` does) and the request sent again.
     public func userInfo() async throws(ProviderError) -> [String: JSONValue] {
+        try await store.capabilities.sharing { () async throws(ProviderError) in try await askUserInfo() }
+    }
+
+    private func askUserInfo() async throws(ProviderError) -> [String: JSONValue] {
         let (token, accessToken) = try await usableToken()
         do {
             return try await provider.userInfo(for: token)
@@ -18,6 +22,9 @@ extension Credential {
         guard let value = try await stored().token.value(of: kind) else {
             throw ProviderError(.unsupported, reason: "The credential has no \(kind).")
         }
-        return try await provider.introspect(value, kind: kind)
+        let provider = self.provider
+        return try await store.capabilities.sharing { () async throws(ProviderError) in
+            try await provider.introspect(value, kind: kind)
+        }
     }
 }

@@ -83,7 +83,7 @@ extension CredentialStore {
         } else {
             return
         }
-        let outcomes = await RevocationFanOut.revoke([kind], of: old, at: provider)
+        let outcomes = await capabilities.sharing { await RevocationFanOut.revoke([kind], of: old, at: provider) }
         guard case .failed(let error)? = outcomes[kind] else { return }
         guard error.isRetryable, let value = old.value(of: kind) else {
             logger.notice(
@@ -93,13 +93,13 @@ extension CredentialStore {
         }
         let now = now()
         let entry = OutboxEntry(
-            provider: old.provider, action: .revoke(kind), token: value, account: account,
+            provider: old.provider, action: .revoke(kind), payload: .token(value), account: account,
             tokenExpiresAt: old.expiry(of: kind), createdAt: now, attempts: 1,
             nextAttemptAt: now.addingTimeInterval(
                 OutboxBackoff.default.delay(afterAttempts: 1, retryAfter: error.retryAfter)),
-            lastError: error.description)
+            lastError: error.description, failureCause: OutboxEntry.FailureCause(error))
         do {
-            try await outbox.enqueue(entry, limit: outboxLimit)
+            try await outbox.enqueue([entry], limit: outboxLimit)
         } catch {
             logger.error(
                 "a grant that was replaced could not be revoked or queued",

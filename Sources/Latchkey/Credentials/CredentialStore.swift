@@ -65,6 +65,9 @@ public actor CredentialStore {
     public nonisolated let clock: any LatchkeyClock
     /// The nonces resource servers gave for the DPoP proofs of this store's credentials.
     nonisolated let dpopNonces: DPoPNonces
+    /// What the storage keeps beside credentials, as it declares it; providers the store calls
+    /// share through it (``StorageCapabilities/current``).
+    package nonisolated let capabilities: StorageCapabilities
     /// The longest a credential's lease is held (see ``LeaseTerms``): a holder's requests to a
     /// provider must be answered before it ends (a tenth less, at most five seconds, to store
     /// the answer in), so keep it longer than a provider's request timeout.
@@ -72,7 +75,8 @@ public actor CredentialStore {
     /// The most entries the outbox may hold. A sign-out whose server step can be neither sent
     /// nor queued keeps the account (nothing is dropped silently).
     public nonisolated let outboxLimit: Int
-    private var providers: [ProviderIdentity: any IdentityProvider] = [:]
+    /// The registered providers, by the issuer and client their tokens belong to.
+    var providers: [ProviderIdentity: any IdentityProvider] = [:]
     /// Live handles, held weakly: a handle lives as long as its callers hold it, and the store
     /// does not keep itself alive through them.
     private var handles: [CredentialID: WeakCredential] = [:]
@@ -115,10 +119,10 @@ public actor CredentialStore {
         self.leaseDuration = leaseDuration
         self.outboxLimit = max(1, outboxLimit)
         self.clock = clock
-        let nonces = DPoPNonces()
-        nonces.share(through: credentials as? any DPoPNonceStorage)
-        self.dpopNonces = nonces
-        if let shared = credentials as? any CredentialChangeFeed {
+        let capabilities = credentials.capabilities
+        self.capabilities = capabilities
+        self.dpopNonces = DPoPNonces(storage: capabilities.dpopNonces)
+        if let shared = capabilities.changeFeed {
             let events = self.events
             feed = Task {
                 for await event in shared.changesMadeElsewhere() { events.send(event) }
@@ -141,7 +145,7 @@ public actor CredentialStore {
     ///
     /// Each access returns a new, independent stream; it ends when the store is released.
     /// Changes that other processes make to shared storage are published too when the storage
-    /// tells of them (``CredentialChangeFeed``: the PostgreSQL store does, over
+    /// tells of them (its ``StorageCapabilities/changeFeed``: the PostgreSQL store does, over
     /// `LISTEN`/`NOTIFY`); the SQLite store does not. A subscriber that falls more than 1,024
     /// events behind is told so with ``CredentialStoreEvent/changesMayHaveBeenMissed``.
     public nonisolated var changes: AsyncStream<CredentialStoreEvent> {
@@ -157,21 +161,12 @@ public actor CredentialStore {
     /// sign-out and the outbox can reach it.
     public func register(_ provider: any IdentityProvider) {
         providers[provider.identity] = provider
-        shareDPoPNonces(with: provider)
     }
 
-    /// Lets `provider` share its DPoP nonces, and what it published (metadata, key set), with
-    /// every process sharing this store.
-    private nonisolated func shareDPoPNonces(with provider: any IdentityProvider) {
-        (provider as? OpenIDProvider)?.dpopNonces.share(through: storage as? any DPoPNonceStorage)
-        provider.publishedDocuments?.share(through: storage as? any ProviderDocumentStorage)
-    }
-
-    /// Shares `provider`'s DPoP nonces, and writes to the store those it learned before (at a
-    /// sign-in), so that the next process starts from them.
-    nonisolated func shareDPoPNonces(learnedBy provider: any IdentityProvider) async {
-        shareDPoPNonces(with: provider)
-        await (provider as? OpenIDProvider)?.dpopNonces.flush()
+    /// Hands `provider`'s store what it learned before this store called it (the DPoP nonces of
+    /// a sign-in), so that the next process starts from them.
+    nonisolated func share(learnedBy provider: any IdentityProvider) async {
+        await provider.share(with: capabilities)
     }
 
     /// The registered provider of `identity`.
@@ -193,7 +188,6 @@ public actor CredentialStore {
             return existing
         }
         handles = handles.filter { $0.value.credential != nil }
-        shareDPoPNonces(with: provider)
         let handle = Credential(id: id, store: self, provider: provider)
         handles[id] = WeakCredential(credential: handle)
         return handle

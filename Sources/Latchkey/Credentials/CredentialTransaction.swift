@@ -34,7 +34,7 @@ package actor CredentialTransaction {
     /// `nil` when there is no such credential.
     package func credential() async throws(StorageError) -> StoredCredential? {
         if case .some(let known) = current { return known }
-        let read = try await access.credential(for: id)
+        let read = try await access.credential()
         current = .some(read)
         return read
     }
@@ -90,14 +90,14 @@ package actor CredentialTransaction {
     /// - Returns: whether there was a credential to remove.
     @discardableResult
     package func remove() async throws(StorageError) -> Bool {
-        await removed(try await access.delete(id))
+        await removed(try await access.delete())
     }
 
     /// Removes the credential if storage still holds `version` of it (what this transaction
     /// read), in one compare-and-swap delete; `nil` when it changed meanwhile, and nothing was
     /// removed (the next read reads it again).
     package func remove(ifVersion version: Int) async throws(StorageError) -> Bool? {
-        guard let deletion = try await access.delete(id, ifVersion: version) else {
+        guard let deletion = try await access.delete(ifVersion: version) else {
             current = nil
             return nil
         }
@@ -115,12 +115,12 @@ package actor CredentialTransaction {
         return true
     }
 
-    /// Queues a server step in the outbox: through the lease's own access when it reaches the
-    /// outbox (so that a holder needs no second database connection), else through the store's
-    /// outbox storage.
-    package func enqueue(_ entry: OutboxEntry) async throws(StorageError) {
-        if store.outboxIsStorage, try await access.enqueueThroughLease(entry, limit: store.outboxLimit) { return }
-        try await store.outbox.enqueue(entry, limit: store.outboxLimit)
+    /// Queues server steps in the outbox, all in one write: through the lease's own access when
+    /// it reaches the outbox (so that a holder needs no second database connection), else through
+    /// the store's outbox storage.
+    package func enqueue(_ entries: [OutboxEntry]) async throws(StorageError) {
+        if store.outboxIsStorage, try await access.enqueue(entries, limit: store.outboxLimit) { return }
+        try await store.outbox.enqueue(entries, limit: store.outboxLimit)
     }
 
     /// How often ``update(_:)`` reads again after losing a race before it gives up.
@@ -148,12 +148,15 @@ extension CredentialStore {
         let outcome = try await storage.withCredentialLease(for: id, terms: terms) { access in
             let deadline = RequestDeadline(leaseOf: terms.duration, clock: terms.clock)
             let transaction = CredentialTransaction(id: id, store: self, access: access, deadline: deadline)
-            return await RequestDeadline.$current.withValue(deadline) {
-                () async -> Swift.Result<Result, StorageError> in
-                do throws(StorageError) {
-                    return .success(try await body(transaction))
-                } catch {
-                    return .failure(error)
+            // The providers the body calls share through this store, within the lease's deadline.
+            return await StorageCapabilities.$calling.withValue(capabilities) {
+                await RequestDeadline.$current.withValue(deadline) {
+                    () async -> Swift.Result<Result, StorageError> in
+                    do throws(StorageError) {
+                        return .success(try await body(transaction))
+                    } catch {
+                        return .failure(error)
+                    }
                 }
             }
         }

@@ -52,11 +52,15 @@ package final class CachedValue<Value: Sendable, Failure: Error>: Sendable {
     package var current: Value? { cached.withLockedValue { $0 } }
 
     /// The kept value, or the one `fetch` gets (shared with every caller waiting meanwhile).
+    /// The value is kept before the flight ends, so a caller that comes after it finds the value
+    /// instead of starting another fetch.
     package func value(_ fetch: @escaping @Sendable () async -> Result<Value, Failure>) async throws(Failure) -> Value {
         if let value = current { return value }
-        let value = try await flight.run(fetch).result.get()
-        cached.withLockedValue { $0 = value }
-        return value
+        return try await flight.run {
+            let result = await fetch()
+            if case .success(let value) = result { self.cached.withLockedValue { $0 = value } }
+            return result
+        }.result.get()
     }
 
     /// Replaces the kept value.

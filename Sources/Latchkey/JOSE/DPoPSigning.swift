@@ -4,25 +4,26 @@ import NIOConcurrencyHelpers
 
 /// The nonces servers gave for DPoP proofs (RFC 9449 §8 for a provider, §9 for a resource
 /// server), by origin: the latest one a server sent, in a challenge or beside a success, goes
-/// into the next proof for that server. Shared through the store (``DPoPNonceStorage``) once a
-/// store with such storage uses them, so that every process sharing it sees the latest; a
-/// storage failure falls back to this process's own (a stale nonce costs one challenge).
+/// into the next proof for that server. Shared through the storage given, else through the
+/// storage of the store whose call this is (``StorageCapabilities/current``), so that every
+/// process sharing it sees the latest; a storage failure falls back to this process's own (a
+/// stale nonce costs one challenge).
 package final class DPoPNonces: Sendable {
     private let nonces = NIOLockedValueBox<[String: String]>([:])
-    private let shared = NIOLockedValueBox<(any DPoPNonceStorage)?>(nil)
+    private let storage: (any DPoPNonceStorage)?
     /// What the nonces belong to besides their origin: a provider's client (a provider may keep
     /// one nonce per client), or nothing for resource servers.
     private let scope: String
 
-    package init(scope: String = "") {
+    /// Nonces shared through `storage` (a store's own, for resource servers), or, without one,
+    /// through the storage of whichever store calls (a provider's).
+    package init(scope: String = "", storage: (any DPoPNonceStorage)? = nil) {
         self.scope = scope
+        self.storage = storage
     }
 
-    /// Shares the nonces through `storage` from now on (the first storage given is kept).
-    package func share(through storage: (any DPoPNonceStorage)?) {
-        guard let storage else { return }
-        shared.withLockedValue { if $0 == nil { $0 = storage } }
-    }
+    /// Where the nonces are shared now.
+    private var shared: (any DPoPNonceStorage)? { storage ?? StorageCapabilities.current.dpopNonces }
 
     /// The nonce last given by the server at `url`'s origin. The store is read for a server that
     /// gives nonces, and once for any other (one that never did costs no read per request; if it
@@ -34,7 +35,7 @@ package final class DPoPNonces: Sendable {
             defer { if nonces[key] == nil { nonces[key] = "" } }
             return nonces[key]
         }
-        if known != "", let storage = shared.withLockedValue({ $0 }),
+        if known != "", let storage = shared,
             let stored = try? await storage.dpopNonce(for: key)
         {
             nonces.withLockedValue { $0[key] = stored }
@@ -43,9 +44,9 @@ package final class DPoPNonces: Sendable {
         return known?.isEmpty == false ? known : nil
     }
 
-    /// Writes the nonces learned before the store was known (a sign-in's) to the store.
-    package func flush() async {
-        guard let storage = shared.withLockedValue({ $0 }) else { return }
+    /// Writes the nonces learned outside a store's call (a sign-in's) to `storage`.
+    package func flush(into storage: (any DPoPNonceStorage)?) async {
+        guard let storage else { return }
         for (key, nonce) in nonces.withLockedValue({ $0 }) where !nonce.isEmpty {
             try? await storage.setDPoPNonce(nonce, for: key)
         }
@@ -59,7 +60,7 @@ package final class DPoPNonces: Sendable {
             return nonces[key] != nonce
         }
         guard !nonce.isEmpty else { return }
-        if changed, let storage = shared.withLockedValue({ $0 }) { try? await storage.setDPoPNonce(nonce, for: key) }
+        if changed, let storage = shared { try? await storage.setDPoPNonce(nonce, for: key) }
     }
 
     /// Scope, scheme, host and port: a nonce belongs to a server, not to one of its paths.

@@ -61,15 +61,22 @@ package actor JWKSCache {
         }
         let fetch = self.fetch
         let newerThan = cached?.fetchedAt
+        // The set is kept before the flight ends: a caller that comes after it finds the set
+        // instead of starting another fetch.
         let fetched = try await flight.run { () async -> Result<Fetched, ProviderError> in
             do throws(ProviderError) {
-                return .success(try await fetch(newerThan))
+                let fetched = try await fetch(newerThan)
+                await self.keep(fetched)
+                return .success(fetched)
             } catch {
                 return .failure(error)
             }
         }.result.get()
-        cached = fetched
         if refetching { lastRefetch = clock.date }
         return fetched.set
+    }
+
+    private func keep(_ fetched: Fetched) {
+        cached = fetched
     }
 }

@@ -9,7 +9,7 @@ public struct ProviderError: Error, Sendable, CustomStringConvertible {
         private enum Base: String, Sendable, Hashable {
             case oauth, httpStatus, transport, invalidResponse, insecureEndpoint, missingEndpoint, idTokenRejected,
                 stateMismatch, timedOut, signInRequired, storage, unsupported, cancelled, dpopKeyUnavailable,
-                invalidArgument
+                invalidArgument, noProviderRegistered
         }
 
         private let base: Base
@@ -46,6 +46,9 @@ public struct ProviderError: Error, Sendable, CustomStringConvertible {
         public static let unsupported = Code(base: .unsupported)
         /// The operation was cancelled.
         public static let cancelled = Code(base: .cancelled)
+        /// No provider is registered with the store for the credential's or outbox entry's
+        /// issuer and client (``CredentialStore/register(_:)``); nothing was sent.
+        public static let noProviderRegistered = Code(base: .noProviderRegistered)
 
         public var description: String { base.rawValue }
     }

@@ -65,10 +65,17 @@ public protocol IdentityProvider: Sendable {
     /// Whether the provider has a global sign-out. Throws when that cannot be known now (its
     /// metadata cannot be fetched), which is not the same as "no".
     func supportsGlobalSignOut() async throws(ProviderError) -> Bool
+
+    /// Hands a store's storage what the provider learned outside any store's call (the DPoP
+    /// nonces a sign-in got, say), when a sign-in is stored there. During a store's calls a
+    /// provider shares through ``StorageCapabilities/current`` as it goes. By default nothing.
+    func share(with capabilities: StorageCapabilities) async
 }
 
 extension IdentityProvider {
     public func prepareRefresh(of token: Token) async throws(ProviderError) {}
+
+    public func share(with capabilities: StorageCapabilities) async {}
 
     public func verifyRefreshedIDToken(of refreshed: Token, previous: Token) async throws(ProviderError) {}
 
@@ -148,9 +155,9 @@ extension IdentityProvider {
     func store(
         _ token: Token, in store: CredentialStore, tags: [String: String], makeDefault: Bool, separate: Bool
     ) async throws(ProviderError) -> Credential {
-        let claims = await accountClaims(of: token)
+        let claims = await store.capabilities.sharing { await accountClaims(of: token) }
         await store.register(self)
-        await store.shareDPoPNonces(learnedBy: self)
+        await store.share(learnedBy: self)
         let stored: StoredCredential
         do {
             stored = try await store.storeSignIn(

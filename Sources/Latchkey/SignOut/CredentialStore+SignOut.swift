@@ -26,7 +26,7 @@ extension CredentialStore {
             let result =
                 Task.isCancelled
                 ? .failed(SignOutError(.cancelled, reason: "The sign-out was cancelled; nothing changed."), [])
-                : await signOutAccounts(scope, options: options)
+                : await capabilities.sharing { await signOutAccounts(scope, options: options) }
             span.attributes["latchkey.sign_out.outcome"] = result.outcomeWord
             if case .failed = result { span.setStatus(SpanStatus(code: .error)) }
             return result
@@ -133,8 +133,11 @@ extension CredentialStore {
             }
         }
         let globalSupport = support
+        // The server steps, in the credential's transaction; the plan comes out of it when the
+        // account's fate on this device is settled.
+        let inTransaction: TransactionPart
         do {
-            return try await transaction(account.id) { transaction in
+            inTransaction = try await transaction(account.id) { transaction in
                 await Self.signOut(
                     account, in: transaction, provider: provider, globalSupport: globalSupport, options: options)
             }
@@ -146,14 +149,39 @@ extension CredentialStore {
                     reason: "The credential store failed before the sign-out began; still signed in: \(error)",
                     underlying: error, retryable: error.isRetryable))
         }
+        guard case .left(var plan, let credential) = inTransaction else {
+            if case .done(let outcome) = inTransaction { return outcome }
+            return AccountOutcome(account: account.id)
+        }
+        // The lease is released: the hooks, each under its own deadline.
+        var action: SignOutPlan.Action
+        do {
+            action = try plan.transactionEnded()
+            while case .runHook(let index) = action {
+                action = try plan.ranHook(index, error: await run(options.hooks[index], on: credential))
+            }
+        } catch {
+            return Self.outOfOrder(error, plan: plan)
+        }
+        guard case .finish(let outcome) = action else {
+            return Self.outOfOrder(SignOutPlan.OutOfOrder(event: "after the hooks", state: "\(action)"), plan: plan)
+        }
+        return AccountOutcome(account: outcome.account, steps: outcome.steps, failure: outcome.failure)
     }
 
-    /// The executor: runs each step the plan decides, in the transaction, and hands the outcome
-    /// back to the plan.
+    /// What the transaction's part of a sign-out came to: the plan, waiting for the lease to be
+    /// released, with the credential it read; or an outcome already (nothing to sign out).
+    private enum TransactionPart: Sendable {
+        case left(SignOutPlan, StoredCredential)
+        case done(AccountOutcome)
+    }
+
+    /// The executor, in the transaction: runs each step the plan asks for and hands the outcome
+    /// back to it, until the plan asks to leave the transaction.
     private static func signOut(
         _ account: AccountSummary, in transaction: CredentialTransaction, provider: (any IdentityProvider)?,
         globalSupport: SignOutPlan.GlobalSupport?, options: SignOutOptions
-    ) async -> AccountOutcome {
+    ) async -> TransactionPart {
         let store = transaction.store
         let credential: StoredCredential
         do {
@@ -161,68 +189,86 @@ extension CredentialStore {
                 let step = SignOutStep(
                     account: account.id, accountName: account.metadata.displayName, .localRemoval, .skipped,
                     reason: .init(.alreadyRemoved, "already removed from this device"))
-                return AccountOutcome(account: account.id, steps: [step])
+                return .done(AccountOutcome(account: account.id, steps: [step]))
             }
             credential = read
         } catch {
             if error.code == .corruptRecord {
-                return AccountOutcome(
-                    account: account.id,
-                    damaged: DamagedRecord(kind: .credential, id: account.id.rawValue, reason: error.reason))
+                return .done(
+                    AccountOutcome(
+                        account: account.id,
+                        damaged: DamagedRecord(kind: .credential, id: account.id.rawValue, reason: error.reason)))
             }
-            return AccountOutcome(
-                account: account.id,
-                failure: SignOutError(
-                    .storageFailed, account: account.id,
-                    reason: "The credential store could not be read; still signed in: \(error)", underlying: error,
-                    retryable: error.isRetryable))
+            return .done(
+                AccountOutcome(
+                    account: account.id,
+                    failure: SignOutError(
+                        .storageFailed, account: account.id,
+                        reason: "The credential store could not be read; still signed in: \(error)", underlying: error,
+                        retryable: error.isRetryable)))
         }
-        var token = credential.token
         var plan = SignOutPlan(
             account: credential.id, accountName: credential.metadata.displayName, options: options,
-            globalSupport: globalSupport, tokens: SignOutPlan.Tokens(token, at: store.now()))
-        var action = plan.start()
-        while true {
-            switch action {
-            case .refresh:
-                let refreshed = await refresh(in: transaction, provider: provider)
-                if case .success(let fresh) = refreshed { token = fresh }
-                action = plan.refreshed(refreshed.map { SignOutPlan.Tokens($0, at: store.now()) })
-            case .globalSignOut:
-                action = plan.signedOutGlobally(await globalSignOut(token, provider: provider))
-            case .revokeAndEndSession(let kinds, let endSession):
-                let (outcomes, session) = await revokeAndEndSession(
-                    kinds, endSession: endSession, of: token, provider: provider)
-                action = plan.revoked(outcomes, endSession: session)
-            case .runHook(let index):
-                action = plan.ranHook(index, error: await run(options.hooks[index], on: credential))
-            case .queue(let steps):
-                action = plan.queued(await queue(steps, of: token, account: credential, in: transaction))
-            case .keep(let revoked):
-                do {
-                    try await transaction.discard(revoked, of: token, keepingCredential: true)
-                    action = plan.kept(nil)
-                } catch {
-                    store.logger.debug("revoked tokens could not be dropped", metadata: ["error": "\(error)"])
-                    action = plan.kept(error)
+            globalSupport: globalSupport, token: credential.token, queueing: .init(date: store.now()))
+        do {
+            var action = try plan.start()
+            while true {
+                switch action {
+                case .refresh:
+                    action = try plan.refreshed(await refresh(in: transaction, provider: provider))
+                case .globalSignOut:
+                    action = try plan.signedOutGlobally(await globalSignOut(plan.token, provider: provider))
+                case .revokeAndEndSession(let kinds, let endSession):
+                    let (outcomes, session) = await revokeAndEndSession(
+                        kinds, endSession: endSession, of: plan.token, provider: provider)
+                    action = try plan.revoked(outcomes, endSession: session)
+                case .queue(let entries):
+                    do {
+                        try await transaction.enqueue(entries)
+                        action = try plan.queued(nil)
+                    } catch let error as StorageError {
+                        action = try plan.queued(error)
+                    }
+                case .keep(let revoked):
+                    do {
+                        try await transaction.discard(revoked, of: plan.token, keepingCredential: true)
+                        action = try plan.kept(nil)
+                    } catch let error as StorageError {
+                        store.logger.debug("revoked tokens could not be dropped", metadata: ["error": "\(error)"])
+                        action = try plan.kept(error)
+                    }
+                case .remove:
+                    do {
+                        action = try plan.removed(.success(try await transaction.remove()))
+                    } catch let error as StorageError {
+                        action = try plan.removed(.failure(error))
+                    }
+                case .endTransaction:
+                    return .left(plan, credential)
+                case .runHook, .finish:
+                    throw SignOutPlan.OutOfOrder(event: "in the transaction", state: "\(action)")
                 }
-            case .remove:
-                do {
-                    action = plan.removed(.success(try await transaction.remove()))
-                } catch {
-                    action = plan.removed(.failure(error))
-                }
-            case .finish(let outcome):
-                return AccountOutcome(account: outcome.account, steps: outcome.steps, failure: outcome.failure)
             }
+        } catch {
+            return .done(outOfOrder(error, plan: plan))
         }
+    }
+
+    /// An outcome for a plan and an executor that disagree (a defect of Latchkey's): the steps so
+    /// far, and the disagreement as the reason.
+    private static func outOfOrder(_ error: any Error, plan: SignOutPlan) -> AccountOutcome {
+        assertionFailure("\(error)")
+        return AccountOutcome(
+            account: plan.account, steps: plan.steps,
+            failure: SignOutError(.outOfOrder, account: plan.account, reason: "The sign-out stopped: \(error).")
+        )
     }
 
     private static func refresh(in transaction: CredentialTransaction, provider: (any IdentityProvider)?) async
         -> Result<Token, ProviderError>
     {
         guard let provider else {
-            return .failure(ProviderError(.unsupported, reason: "No provider is registered for the account."))
+            return .failure(ProviderError(.noProviderRegistered, reason: "No provider is registered for the account."))
         }
         do throws(ProviderError) {
             let current: Token?
@@ -273,60 +319,44 @@ extension CredentialStore {
         }
     }
 
-    private static func run(_ hook: SignOutHook, on credential: StoredCredential) async -> (any Error & Sendable)? {
-        do {
-            try await hook.run(credential)
+    /// Runs `hook` under its deadline, by the store's clock: past it, the hook is cancelled and
+    /// its step fails (retryable).
+    private func run(_ hook: SignOutHook, on credential: StoredCredential) async -> (any Error & Sendable)? {
+        let clock = self.clock
+        return await withTaskGroup(of: HookEnd.self) { group in
+            group.addTask {
+                do {
+                    try await hook.run(credential)
+                    return .finished(nil)
+                } catch {
+                    return .finished(error)
+                }
+            }
+            group.addTask {
+                do {
+                    try await clock.sleep(for: hook.timeout)
+                    return .timedOut
+                } catch {
+                    return .cancelled
+                }
+            }
+            defer { group.cancelAll() }
+            while let end = await group.next() {
+                switch end {
+                case .finished(let error): return error
+                case .timedOut: return SignOutHookTimedOut(name: hook.name, timeout: hook.timeout)
+                case .cancelled: continue
+                }
+            }
             return nil
-        } catch {
-            return error
         }
     }
 
-    /// Queues the steps in the outbox: a revocation holds its token; a global sign-out or an
-    /// end-session request the tokens it needs (sealed like every entry). A revocation or
-    /// end-session request queued with a global sign-out waits for it.
-    private static func queue(
-        _ steps: [SignOutPlan.QueuedStep], of token: Token, account credential: StoredCredential,
-        in transaction: CredentialTransaction
-    ) async -> [(SignOutPlan.QueuedStep, StorageError?)] {
-        let store = transaction.store
-        let now = store.now()
-        let global = UUID()
-        var results: [(SignOutPlan.QueuedStep, StorageError?)] = []
-        // One entry per token: the access token's step covers the resources' access tokens.
-        let entries = steps.flatMap { step -> [(SignOutPlan.QueuedStep, String, Date?)] in
-            guard let kind = step.action.revokedKind else { return [(step, OutboxGrant(token).sealedText, nil)] }
-            let values = token.values(of: kind)
-            return (values.isEmpty ? [""] : values).map { value in
-                let expiry =
-                    value == token.value(of: kind)
-                    ? token.expiry(of: kind) : token.resourceTokens.values.first { $0.accessToken == value }?.expiresAt
-                return (step, value, expiry)
-            }
-        }
-        for (step, secret, expiry) in entries {
-            let entry = OutboxEntry(
-                id: step.action == .globalSignOut ? global : UUID(), provider: token.provider, action: step.action,
-                token: secret, account: credential.metadata.displayName, tokenExpiresAt: expiry, createdAt: now,
-                attempts: 1,
-                nextAttemptAt: now.addingTimeInterval(
-                    OutboxBackoff.default.delay(afterAttempts: 1, retryAfter: step.retryAfter)),
-                lastError: step.lastError, failedPermanently: step.failedForGood,
-                waitsFor: step.waitsForGlobalSignOut ? global : nil)
-            var failure: StorageError?
-            do {
-                try await transaction.enqueue(entry)
-            } catch {
-                failure = error
-            }
-            // A step of several tokens is queued when every one of them is.
-            if let index = results.firstIndex(where: { $0.0.action == step.action }) {
-                results[index].1 = results[index].1 ?? failure
-            } else {
-                results.append((step, failure))
-            }
-        }
-        return results
+    /// How a hook's run ended.
+    private enum HookEnd: Sendable {
+        case finished((any Error & Sendable)?)
+        case timedOut
+        case cancelled
     }
 
     private func log(_ step: SignOutStep) {

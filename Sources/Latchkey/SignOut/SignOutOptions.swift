@@ -31,24 +31,45 @@ public protocol RetryableError: Error {
 extension ProviderError: RetryableError {}
 extension StorageError: RetryableError {}
 
-/// A named step of the application's, run during sign-out (after the server steps, before
-/// local removal) and reported like the others: deregistering a push token, say.
+/// A named step of the application's, run at sign-out once the account has left this device,
+/// and reported like the others: deregistering a push token, say.
 ///
-/// It runs in the account's credential transaction, which holds the credential's lease: it is
-/// handed the credential as stored, and must not ask the store to change that credential (a
-/// refresh, a revocation) — that would wait for the lease the sign-out holds.
+/// It runs after the account's credential transaction, with the lease released (so it may use
+/// the store freely, and a slow hook holds up no other process), under its own deadline
+/// (``timeout``, by the store's clock). It is handed the credential as it was read. It does not
+/// run when the account is still signed in on this device (a server step failed under
+/// ``SignOutPolicy/serverFirst``, say): its step is then reported skipped.
 public struct SignOutHook: Sendable {
     /// The step's name in the report.
     public var name: String
+    /// How long it may run; past that it is cancelled and reported failed (retryable).
+    public var timeout: Duration
     /// The work; it receives the credential being signed out. What it throws is reported as the
     /// step's error, as it is; throw a ``RetryableError`` to say whether a retry can help.
     public var run: @Sendable (StoredCredential) async throws -> Void
 
     /// Creates a hook.
-    public init(_ name: String, run: @escaping @Sendable (StoredCredential) async throws -> Void) {
+    public init(
+        _ name: String, timeout: Duration = .seconds(30),
+        run: @escaping @Sendable (StoredCredential) async throws -> Void
+    ) {
         self.name = name
+        self.timeout = timeout
         self.run = run
     }
+}
+
+/// A hook that did not finish within its ``SignOutHook/timeout``.
+public struct SignOutHookTimedOut: Error, Sendable, RetryableError, CustomStringConvertible {
+    /// The hook's name.
+    public var name: String
+    /// Its deadline.
+    public var timeout: Duration
+
+    /// A retry may find the service it calls quicker.
+    public var isRetryable: Bool { true }
+
+    public var description: String { "the hook \(name) did not finish within \(timeout)" }
 }
 
 /// How to sign out.

@@ -41,38 +41,51 @@ extension SignOutPlan {
         case unknown(ProviderError)
     }
 
-    /// What the executor does next; it hands the step's outcome back to the method named.
+    /// What the executor does next; it hands the step's outcome back to the event named.
     package enum Action: Sendable {
-        /// Refresh the access token (in the transaction), then call ``refreshed(_:)``.
+        /// Refresh the access token (in the transaction), then ``refreshed(_:)``.
         case refresh
-        /// Send the global sign-out with the current access token, then call ``signedOutGlobally(_:)``.
+        /// Send the global sign-out with the current access token, then ``signedOutGlobally(_:)``.
         case globalSignOut
-        /// Revoke these kinds and end the provider session when asked, all at once, then call
+        /// Revoke these kinds and end the provider session when asked, all at once, then
         /// ``revoked(_:endSession:)``.
         case revokeAndEndSession(revoke: [TokenKind], endSession: Bool)
-        /// Run the hook at this index, then call ``ranHook(_:error:)``.
-        case runHook(Int)
-        /// Queue these steps in the outbox, then call ``queued(_:)``.
-        case queue([QueuedStep])
-        /// Keep the account, dropping the tokens that were revoked (by value), then call ``kept(_:)``.
+        /// Queue these entries in the outbox in one write, then ``queued(_:)``.
+        case queue([OutboxEntry])
+        /// Keep the account, dropping the tokens that were revoked (by value), then ``kept(_:)``.
         case keep(droppingRevoked: Set<TokenKind>)
-        /// Remove the account from this device, then call ``removed(_:)``.
+        /// Remove the account from this device, then ``removed(_:)``.
         case remove
+        /// Leave the credential's transaction (its lease is released), then ``transactionEnded()``.
+        case endTransaction
+        /// Run the hook at this index, outside the lease, then ``ranHook(_:error:)``.
+        case runHook(Int)
         /// The account's sign-out is over.
         case finish(AccountSignOut)
     }
 
-    /// A step to queue: its action in the outbox, and whether it waits for the account's global
-    /// sign-out queued with it.
-    package struct QueuedStep: Sendable, Hashable {
-        package var action: OutboxEntry.Action
-        package var waitsForGlobalSignOut: Bool
-        /// Why it failed, for the entry's ``OutboxEntry/lastError``.
-        package var lastError: String?
-        /// How long the provider asked to wait.
-        package var retryAfter: Duration?
-        /// The step failed in a way a retry cannot fix (a 403, say): it is queued as failed for
-        /// good, kept and shown, and sent again only when asked.
-        package var failedForGood = false
+    /// When the entries a plan queues are made: their date (their creation, and the start of
+    /// their backoff), the jitter of that backoff, and their identifiers. Fixed by tests.
+    package struct Queueing: Sendable {
+        package var date: Date
+        package var jitter: Double
+        package var makeID: @Sendable () -> UUID
+
+        package init(
+            date: Date, jitter: Double = Double.random(in: 0.5...1), makeID: @escaping @Sendable () -> UUID = { UUID() }
+        ) {
+            self.date = date
+            self.jitter = jitter
+            self.makeID = makeID
+        }
+    }
+
+    /// An event the plan did not ask for: the executor and the plan disagree, which is a defect.
+    /// Nothing is recorded for it.
+    package struct OutOfOrder: Error, Sendable, CustomStringConvertible {
+        package var event: String
+        package var state: String
+
+        package var description: String { "the sign-out plan was told \(event) while \(state)" }
     }
 }

@@ -6,7 +6,7 @@ public struct SignOutError: Error, Sendable, CustomStringConvertible {
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         private enum Base: String, Sendable, Hashable {
             case cancelled, storageFailed, noSuchAccount, serverStepFailed, localRemovalFailed,
-                revocationNotQueued, damagedRecord, someAccountsStillSignedIn
+                revocationNotQueued, damagedRecord, someAccountsStillSignedIn, outOfOrder
         }
 
         private let base: Base
@@ -30,6 +30,9 @@ public struct SignOutError: Error, Sendable, CustomStringConvertible {
         /// Of several accounts, some are signed out and some are still signed in: see
         /// ``SignOutError/accountFailures`` and ``SignOutResult/accounts``.
         public static let someAccountsStillSignedIn = Code(base: .someAccountsStillSignedIn)
+        /// Latchkey's sign-out plan was told of a step it did not ask for (a defect of
+        /// Latchkey's): it stopped there, and the steps so far say what was done.
+        public static let outOfOrder = Code(base: .outOfOrder)
 
         public var description: String { base.rawValue }
     }

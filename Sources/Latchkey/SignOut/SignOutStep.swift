@@ -89,7 +89,7 @@ extension SignOutStep {
             private enum Base: String, Sendable, Hashable {
                 case failed, accessTokenStillValid, endsWithRefreshToken, unsupported, supportUnknown, needsBrowser,
                     noEndSessionEndpoint, alreadyRemoved, serverStepFailed, notQueued, noProvider, noAccessToken,
-                    hookFailed, heldForGlobalSignOut
+                    hookFailed, heldForGlobalSignOut, stillSignedIn
             }
 
             private let base: Base
@@ -123,6 +123,9 @@ extension SignOutStep {
             /// Not sent: the global sign-out failed for now, and revoking would kill the tokens it
             /// needs to go through later. Queued after it (always-local), or kept (server-first).
             public static let heldForGlobalSignOut = Code(base: .heldForGlobalSignOut)
+            /// A hook did not run: the account is still signed in on this device (a hook runs once
+            /// the account has left it).
+            public static let stillSignedIn = Code(base: .stillSignedIn)
 
             public var description: String { base.rawValue }
         }

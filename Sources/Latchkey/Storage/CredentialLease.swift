@@ -1,4 +1,5 @@
 public import Foundation
+import NIOConcurrencyHelpers
 
 /// The terms of a credential's lease: how long its holder may hold it, and the time it goes by.
 ///
@@ -33,16 +34,22 @@ public struct LeaseTerms: Sendable {
     }
 }
 
-/// What the holder of a credential's lease reads and writes that credential through.
+/// What the holder of a credential's lease reads and writes that credential through: that one
+/// credential, while the holder's body runs. Used after the body returned, or for another
+/// credential, every method throws ``StorageError/Code/leaseNotHeld`` and changes nothing (a
+/// backend keeps a ``LeaseScope`` for that).
 ///
-/// Most backends hand the holder the storage itself. A backend whose lease lives on a resource
-/// of its own hands a view that works through that resource: the PostgreSQL storage's holder
-/// reads and writes on the connection that holds the lease, so that holders never wait for a
-/// second connection of a pool they are all holding (see ``CredentialStorage/withCredentialLease(for:terms:_:)``).
+/// Most backends read and write the storage itself. A backend whose lease lives on a resource
+/// of its own works through that resource: the PostgreSQL storage's holder reads and writes on
+/// the connection that holds the lease, so that holders never wait for a second connection of a
+/// pool they are all holding (see ``CredentialStorage/withCredentialLease(for:terms:_:)``).
 public protocol LeasedCredentialAccess: Sendable {
-    /// The credential with this identifier, or `nil` when there is none. Throws
-    /// ``StorageError/Code/corruptRecord`` when its record is damaged.
-    func credential(for id: CredentialID) async throws(StorageError) -> StoredCredential?
+    /// The credential whose lease this is.
+    var id: CredentialID { get }
+
+    /// The credential, or `nil` when there is none. Throws ``StorageError/Code/corruptRecord``
+    /// when its record is damaged.
+    func credential() async throws(StorageError) -> StoredCredential?
 
     /// Replaces the credential if the stored record still has `credential.version`
     /// (compare-and-swap), as ``CredentialStorage/update(_:)`` does.
@@ -50,30 +57,56 @@ public protocol LeasedCredentialAccess: Sendable {
 
     /// Deletes the credential and clears the default if it pointed to it, as
     /// ``CredentialStorage/delete(_:)`` does.
-    func delete(_ id: CredentialID) async throws(StorageError) -> StorageDeletion
+    func delete() async throws(StorageError) -> StorageDeletion
 
     /// Deletes the credential only if the stored record still has `version` (a compare-and-swap
-    /// delete), clearing the default as ``delete(_:)`` does; `nil` when the record changed,
-    /// and nothing was deleted.
-    func delete(_ id: CredentialID, ifVersion version: Int) async throws(StorageError) -> StorageDeletion?
+    /// delete), clearing the default as ``delete()`` does; `nil` when the record changed, and
+    /// nothing was deleted.
+    func delete(ifVersion version: Int) async throws(StorageError) -> StorageDeletion?
 
-    /// Adds an outbox entry, as ``OutboxStorage/enqueue(_:limit:)`` does, when this access also
-    /// reaches the store's outbox; `false` when it does not (the store then queues through its
-    /// outbox storage).
-    func enqueueThroughLease(_ entry: OutboxEntry, limit: Int) async throws(StorageError) -> Bool
+    /// Adds outbox entries in one write, as ``OutboxStorage/enqueue(_:limit:)`` does, when this
+    /// access also reaches the store's outbox; `false` when it does not (the store then queues
+    /// through its outbox storage).
+    func enqueue(_ entries: [OutboxEntry], limit: Int) async throws(StorageError) -> Bool
 }
 
 extension LeasedCredentialAccess {
     /// By default an access does not reach the outbox.
-    public func enqueueThroughLease(_ entry: OutboxEntry, limit: Int) async throws(StorageError) -> Bool { false }
+    public func enqueue(_ entries: [OutboxEntry], limit: Int) async throws(StorageError) -> Bool { false }
+}
 
-    /// By default, a read and a delete: under the lease, no writer that takes it changes the
-    /// record in between. The shipped backends delete in one statement.
-    public func delete(_ id: CredentialID, ifVersion version: Int) async throws(StorageError) -> StorageDeletion? {
-        guard let stored = try await credential(for: id) else {
-            return StorageDeletion(deleted: false, clearedDefault: false)
-        }
-        guard stored.version == version else { return nil }
-        return try await delete(id)
+/// Whether the body a lease or claim was handed to is still running, for the access a backend
+/// hands it: the access checks it before every read and write, and the backend ends it when the
+/// body returns, so that an access kept past its body refuses to work.
+public final class LeaseScope: Sendable {
+    /// What the scope covers, for its errors ("the lease of …").
+    public let name: String
+    private let open = NIOLockedValueBox(true)
+
+    /// A scope that is open until ``end()``.
+    public init(_ name: String) {
+        self.name = name
+    }
+
+    /// The scope of the lease of credential `id`.
+    public convenience init(lease id: CredentialID) {
+        self.init("the lease of \(id)")
+    }
+
+    /// Ends the scope: every later ``check()`` throws.
+    public func end() {
+        open.withLockedValue { $0 = false }
+    }
+
+    /// Throws ``StorageError/Code/leaseNotHeld`` once the scope has ended.
+    public func check() throws(StorageError) {
+        guard open.withLockedValue({ $0 }) else { throw .leaseNotHeld(name) }
+    }
+
+    /// Throws ``StorageError/Code/leaseNotHeld`` once the scope has ended, or when `credential`
+    /// is not `id`'s.
+    public func check(_ id: CredentialID, is other: CredentialID) throws(StorageError) {
+        try check()
+        guard other == id else { throw .leaseNotHeld("the lease of \(other)") }
     }
 }

@@ -73,42 +73,121 @@ public protocol CredentialStorage: Sendable {
     /// they are (nothing is wiped) and every other record keeps working; deleting a credential
     /// by its id removes it.
     func damagedRecords() async throws(StorageError) -> [DamagedRecord]
+
+    /// What this storage keeps beside credentials and the outbox — DPoP nonces, provider
+    /// documents, a feed of other stores' changes, web sessions — which the store shares with
+    /// every process and instance on this storage. By default nothing; the contract suite checks
+    /// every part a storage declares.
+    var capabilities: StorageCapabilities { get }
 }
 
-/// Where a ``CredentialStore`` keeps its revocation outbox: revocations that failed, sealed like
-/// tokens, waiting to be tried again. Never a source of credentials.
+/// Where a ``CredentialStore`` keeps its revocation outbox: server steps that failed, sealed like
+/// tokens, waiting to be sent again. Never a source of credentials.
 ///
 /// Backends usually implement it beside ``CredentialStorage`` on the same database; the shipped
-/// contract suite (`LatchkeyStorageTesting`) checks both.
+/// contract suite (`LatchkeyStorageTesting`) checks both, the claim's rules as the lease's.
 public protocol OutboxStorage: Sendable {
-    /// Adds an entry, in one atomic step with a check that the outbox holds fewer than `limit`
-    /// entries; throws ``StorageError/Code/outboxFull`` otherwise. Writing an entry that is
-    /// already there replaces it and is not growth.
-    func enqueue(_ entry: OutboxEntry, limit: Int) async throws(StorageError)
+    /// Adds `entries` in one atomic step, with a check that the outbox then holds at most
+    /// `limit` entries; throws ``StorageError/Code/outboxFull`` and adds none otherwise. Writing
+    /// an entry that is already there replaces it and is not growth.
+    func enqueue(_ entries: [OutboxEntry], limit: Int) async throws(StorageError)
 
     /// Every entry that can be read, the earliest due first (damaged ones are listed by
     /// ``damagedOutboxEntries()``).
     func outboxEntries() async throws(StorageError) -> [OutboxEntry]
 
-    /// Claims up to `limit` entries for one drainer: those due by `date` (the earliest first),
-    /// not failed permanently, not waiting for another entry (``OutboxEntry/waitsFor`` names one
-    /// that is still there and has not failed permanently), and not claimed by another drainer
-    /// (or only by one whose claim ran out before `now`). Each is claimed until `now + duration`, in one atomic step, so
-    /// that drainers sharing the storage (tasks, processes, a fleet's instances) never send the
-    /// same revocation at once; a drainer that dies loses its claims when they run out.
+    /// Claims entries for one drainer and runs `body` with them, then ends the claim.
     ///
-    /// A claim ends when the entry is updated (``updateOutboxEntry(_:)``) or removed.
-    func claimOutboxEntries(dueBy date: Date, limit: Int, now: Date, for duration: Duration)
-        async throws(StorageError) -> [OutboxEntry]
+    /// What is claimed, in one atomic step, at most `request.limit` entries, the earliest due
+    /// first: those due by `request.dueBy`, not failed permanently, not waiting for another
+    /// (``OutboxEntry/waitsFor`` names one that is still there and has not failed permanently);
+    /// and every entry whose token has expired by the claim's clock (``OutboxEntry/tokenExpiresAt``),
+    /// to be dropped. Never an entry another drainer's claim holds.
+    ///
+    /// A claim keeps the meaning ``LeaseTerms`` gives a lease: the body's requests must be
+    /// answered within `terms.duration` (the store bounds them so); a drainer that is still
+    /// working keeps its claim however long it takes (the backend ties it to the drainer or
+    /// renews it while the body runs); a drainer that died loses it (at once where the backend
+    /// can tell, otherwise `terms.duration` after its last renewal); writes through the access
+    /// keep it; it ends when the body returns, and only then. Only the claimed entries are
+    /// opened, once each. The access refuses to work once the body returned.
+    func withOutboxClaim<Result: Sendable>(
+        _ request: OutboxClaimRequest, terms: LeaseTerms, _ body: @Sendable (any ClaimedOutboxEntries) async -> Result
+    ) async throws(StorageError) -> Result
 
-    /// Replaces an entry (after a failed attempt) and ends its claim; absent entries are ignored.
-    func updateOutboxEntry(_ entry: OutboxEntry) async throws(StorageError)
+    /// Makes the entries that failed permanently due again at `date`, opening none: those whose
+    /// ``OutboxEntry/failureCause`` is `cause` (any, when `nil`) and whose provider is one of
+    /// `providers` (any, when `nil`). Returns how many.
+    func reviveOutboxEntries(
+        failedFor cause: OutboxEntry.FailureCause?, of providers: Set<ProviderIdentity>?, at date: Date
+    )
+        async throws(StorageError) -> Int
 
-    /// Removes an entry (revoked, expired, or dropped on purpose; a damaged one too).
-    func removeOutboxEntry(_ id: UUID) async throws(StorageError)
+    /// Removes an entry (dropped on purpose; a damaged one too); whether there was one.
+    @discardableResult
+    func removeOutboxEntry(_ id: UUID) async throws(StorageError) -> Bool
 
     /// The entries that cannot be read, by id; they stay as they are.
     func damagedOutboxEntries() async throws(StorageError) -> [DamagedRecord]
+}
+
+/// Which outbox entries a drainer claims (``OutboxStorage/withOutboxClaim(_:terms:_:)``).
+public struct OutboxClaimRequest: Sendable, Hashable {
+    /// Entries due by this date (`.distantFuture`: every entry that may be sent).
+    public var dueBy: Date
+    /// At most this many.
+    public var limit: Int
+
+    /// A request.
+    public init(dueBy: Date, limit: Int) {
+        self.dueBy = dueBy
+        self.limit = max(0, limit)
+    }
+}
+
+/// The entries a drainer claimed, and what it writes of them while its claim holds.
+public protocol ClaimedOutboxEntries: Sendable {
+    /// The claimed entries, opened once, the earliest due first.
+    var entries: [OutboxEntry] { get }
+    /// Claimed entries whose record cannot be read; they stay as they are.
+    var damaged: [DamagedRecord] { get }
+    /// What the outbox held when the claim was made, counted without opening anything.
+    var backlog: OutboxBacklog { get }
+
+    /// Removes the entries `removed` (sent, or expired) and replaces `updated` (a failed
+    /// attempt, a rotated refresh token sealed into a grant), claimed entries only, in one
+    /// atomic step. The claim goes on until the body returns.
+    func settle(removing removed: [UUID], updating updated: [OutboxEntry]) async throws(StorageError)
+}
+
+/// What the outbox holds when a claim is made, by the state of each entry at the claim's time,
+/// counted without opening any entry (the claimed entries count as what they are).
+public struct OutboxBacklog: Sendable, Hashable {
+    /// Every entry, damaged ones included.
+    public var total: Int
+    /// Entries not due yet, and none of the below.
+    public var notDue: Int
+    /// Entries waiting for another entry to go through first (and not failed permanently).
+    public var waiting: Int
+    /// Entries that failed in a way a retry cannot fix (and are not claimed elsewhere).
+    public var failedPermanently: Int
+    /// Entries another drainer's claim holds.
+    public var claimedElsewhere: Int
+    /// When the oldest entry was first attempted.
+    public var oldestCreatedAt: Date?
+
+    /// A backlog.
+    public init(
+        total: Int = 0, notDue: Int = 0, waiting: Int = 0, failedPermanently: Int = 0, claimedElsewhere: Int = 0,
+        oldestCreatedAt: Date? = nil
+    ) {
+        self.total = total
+        self.notDue = notDue
+        self.waiting = waiting
+        self.failedPermanently = failedPermanently
+        self.claimedElsewhere = claimedElsewhere
+        self.oldestCreatedAt = oldestCreatedAt
+    }
 }
 
 /// What a deletion did.

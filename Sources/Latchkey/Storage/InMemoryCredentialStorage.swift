@@ -2,16 +2,14 @@ public import Foundation
 
 /// Credential storage that lives in memory only: for tests and for programs that must not
 /// write secrets to disk. Everything is lost when the value is released.
-public actor InMemoryCredentialStorage: CredentialStorage, OutboxStorage, LeasedCredentialAccess, DPoPNonceStorage,
-    ProviderDocumentStorage
-{
+public actor InMemoryCredentialStorage: CredentialStorage, OutboxStorage, DPoPNonceStorage, ProviderDocumentStorage {
     private var credentials: [CredentialID: StoredCredential] = [:]
     /// Insertion order, so `all()` lists oldest first as every backend does.
     private var order: [CredentialID] = []
     private var defaultID: CredentialID?
     private var outbox: [UUID: OutboxEntry] = [:]
-    /// When each claimed outbox entry's claim runs out.
-    private var claims: [UUID: Date] = [:]
+    /// The claim that holds each claimed outbox entry (a claim lives while its body runs).
+    private var claims: [UUID: UUID] = [:]
     /// The credentials whose lease is held, with the tasks waiting for each, in order.
     private var leases: [CredentialID: [LeaseWaiter]] = [:]
     private var dpopNonces: [String: String] = [:]
@@ -24,6 +22,11 @@ public actor InMemoryCredentialStorage: CredentialStorage, OutboxStorage, Leased
 
     /// Creates empty storage.
     public init() {}
+
+    /// DPoP nonces, provider documents and web sessions, in this process's memory.
+    public nonisolated var capabilities: StorageCapabilities {
+        StorageCapabilities(dpopNonces: self, providerDocuments: self, webSessions: self)
+    }
 
     public func dpopNonce(for server: String) throws(StorageError) -> String? { dpopNonces[server] }
 
@@ -77,7 +80,7 @@ public actor InMemoryCredentialStorage: CredentialStorage, OutboxStorage, Leased
         return StorageDeletion(deleted: true, clearedDefault: wasDefault)
     }
 
-    public func delete(_ id: CredentialID, ifVersion version: Int) throws(StorageError) -> StorageDeletion? {
+    func delete(_ id: CredentialID, ifVersion version: Int) throws(StorageError) -> StorageDeletion? {
         if let stored = credentials[id], stored.version != version { return nil }
         return try delete(id)
     }
@@ -98,7 +101,9 @@ public actor InMemoryCredentialStorage: CredentialStorage, OutboxStorage, Leased
         for id: CredentialID, terms: LeaseTerms, _ body: @Sendable (any LeasedCredentialAccess) async -> Result
     ) async throws(StorageError) -> Result {
         try await acquire(id)
-        let result = await body(self)
+        let access = InMemoryLeaseAccess(storage: self, scope: LeaseScope(lease: id), id: id)
+        let result = await body(access)
+        access.scope.end()
         release(id)
         return result
     }
@@ -148,49 +153,67 @@ public actor InMemoryCredentialStorage: CredentialStorage, OutboxStorage, Leased
     /// Memory holds no damaged entries.
     public func damagedOutboxEntries() throws(StorageError) -> [DamagedRecord] { [] }
 
-    /// The storage itself is its holders' access, and reaches the outbox.
-    public func enqueueThroughLease(_ entry: OutboxEntry, limit: Int) throws(StorageError) -> Bool {
-        try enqueue(entry, limit: limit)
-        return true
-    }
-
-    public func enqueue(_ entry: OutboxEntry, limit: Int) throws(StorageError) {
-        guard outbox[entry.id] != nil || outbox.count < limit else { throw .outboxFull(limit: limit) }
-        outbox[entry.id] = entry
+    public func enqueue(_ entries: [OutboxEntry], limit: Int) throws(StorageError) {
+        let growth = Set(entries.map(\.id)).filter { outbox[$0] == nil }.count
+        guard outbox.count + growth <= limit else { throw .outboxFull(limit: limit) }
+        for entry in entries { outbox[entry.id] = entry }
     }
 
     public func outboxEntries() throws(StorageError) -> [OutboxEntry] {
         outbox.values.sorted { ($0.nextAttemptAt, $0.createdAt) < ($1.nextAttemptAt, $1.createdAt) }
     }
 
-    public func claimOutboxEntries(dueBy date: Date, limit: Int, now: Date, for duration: Duration)
-        throws(StorageError) -> [OutboxEntry]
-    {
-        let until = now.addingTimeInterval(LeaseTerms(duration: duration).seconds)
-        let claimed = try outboxEntries()
-            .filter {
-                !$0.failedPermanently && $0.nextAttemptAt <= date && (claims[$0.id] ?? .distantPast) <= now
-                    && !isWaiting($0)
-            }
-            .prefix(max(0, limit))
-        for entry in claimed { claims[entry.id] = until }
-        return Array(claimed)
+    /// In memory, only this process's tasks drain: a claim is held by its body's task until the
+    /// body returns, and cannot die without the storage.
+    public func withOutboxClaim<Result: Sendable>(
+        _ request: OutboxClaimRequest, terms: LeaseTerms, _ body: @Sendable (any ClaimedOutboxEntries) async -> Result
+    ) async throws(StorageError) -> Result {
+        let holder = UUID()
+        let rows = outbox.values.map { entry in
+            OutboxClaimSelection.Row(
+                id: entry.id, nextAttemptAt: entry.nextAttemptAt, createdAt: entry.createdAt,
+                failedPermanently: entry.failedPermanently, waitsFor: entry.waitsFor,
+                tokenExpiresAt: entry.tokenExpiresAt, claimedElsewhere: claims[entry.id] != nil)
+        }
+        let selection = OutboxClaimSelection(rows, request: request, now: terms.clock.date)
+        for id in selection.claimed { claims[id] = holder }
+        let access = InMemoryClaim(
+            storage: self, holder: holder, scope: LeaseScope("a claim of the outbox"),
+            entries: selection.claimed.compactMap { outbox[$0] }, backlog: selection.backlog)
+        let result = await body(access)
+        access.scope.end()
+        for (id, claimant) in claims where claimant == holder { claims[id] = nil }
+        return result
     }
 
-    /// Whether `entry` waits for another entry that is still there and may still go through.
-    private func isWaiting(_ entry: OutboxEntry) -> Bool {
-        guard let prerequisite = entry.waitsFor.flatMap({ outbox[$0] }) else { return false }
-        return !prerequisite.failedPermanently
+    /// Writes a claim's outcomes, its own entries only.
+    func settle(removing removed: [UUID], updating updated: [OutboxEntry], holder: UUID) {
+        for id in removed where claims[id] == holder {
+            outbox[id] = nil
+            claims[id] = nil
+        }
+        for entry in updated where claims[entry.id] == holder && outbox[entry.id] != nil { outbox[entry.id] = entry }
     }
 
-    public func updateOutboxEntry(_ entry: OutboxEntry) throws(StorageError) {
-        if outbox[entry.id] != nil { outbox[entry.id] = entry }
-        claims[entry.id] = nil
+    public func reviveOutboxEntries(
+        failedFor cause: OutboxEntry.FailureCause?, of providers: Set<ProviderIdentity>?, at date: Date
+    ) throws(StorageError) -> Int {
+        var count = 0
+        for (id, entry) in outbox
+        where entry.failedPermanently && (cause == nil || entry.failureCause == cause)
+            && (providers?.contains(entry.provider) ?? true)
+        {
+            outbox[id]?.failedPermanently = false
+            outbox[id]?.nextAttemptAt = date
+            count += 1
+        }
+        return count
     }
 
-    public func removeOutboxEntry(_ id: UUID) throws(StorageError) {
-        outbox[id] = nil
+    @discardableResult
+    public func removeOutboxEntry(_ id: UUID) throws(StorageError) -> Bool {
         claims[id] = nil
+        return outbox.removeValue(forKey: id) != nil
     }
 }
 
@@ -198,4 +221,52 @@ public actor InMemoryCredentialStorage: CredentialStorage, OutboxStorage, Leased
 private struct LeaseWaiter {
     let ticket: UUID
     let continuation: CheckedContinuation<Bool, Never>
+}
+
+/// A lease holder's access to the one credential of its lease, while its body runs.
+private struct InMemoryLeaseAccess: LeasedCredentialAccess {
+    let storage: InMemoryCredentialStorage
+    let scope: LeaseScope
+    let id: CredentialID
+
+    func credential() async throws(StorageError) -> StoredCredential? {
+        try scope.check()
+        return try await storage.credential(for: id)
+    }
+
+    func update(_ credential: StoredCredential) async throws(StorageError) {
+        try scope.check(id, is: credential.id)
+        try await storage.update(credential)
+    }
+
+    func delete() async throws(StorageError) -> StorageDeletion {
+        try scope.check()
+        return try await storage.delete(id)
+    }
+
+    func delete(ifVersion version: Int) async throws(StorageError) -> StorageDeletion? {
+        try scope.check()
+        return try await storage.delete(id, ifVersion: version)
+    }
+
+    func enqueue(_ entries: [OutboxEntry], limit: Int) async throws(StorageError) -> Bool {
+        try scope.check()
+        try await storage.enqueue(entries, limit: limit)
+        return true
+    }
+}
+
+/// A drainer's claimed entries, while its body runs.
+private struct InMemoryClaim: ClaimedOutboxEntries {
+    let storage: InMemoryCredentialStorage
+    let holder: UUID
+    let scope: LeaseScope
+    let entries: [OutboxEntry]
+    var damaged: [DamagedRecord] { [] }
+    let backlog: OutboxBacklog
+
+    func settle(removing removed: [UUID], updating updated: [OutboxEntry]) async throws(StorageError) {
+        try scope.check()
+        await storage.settle(removing: removed, updating: updated, holder: holder)
+    }
 }

@@ -31,7 +31,10 @@ extension WebSessions {
     public func beginSignIn(returnTo: String? = nil) async throws(WebSignInError) -> PendingWebSignIn {
         let request: AuthorizationRequest
         do {
-            request = try await provider.authorizationRequest(redirectURI: redirectURI)
+            let (provider, redirectURI) = (self.provider, self.redirectURI)
+            request = try await store.capabilities.sharing { () async throws(ProviderError) in
+                try await provider.authorizationRequest(redirectURI: redirectURI)
+            }
         } catch {
             throw WebSignInError(.provider, reason: "The sign-in could not be started.", underlying: error)
         }
@@ -79,7 +82,10 @@ extension WebSessions {
         }
         let credential: Credential
         do {
-            let token = try await provider.completeAuthorization(pending.request, callbackURL: callbackURL)
+            let (provider, request) = (self.provider, pending.request)
+            let token = try await store.capabilities.sharing { () async throws(ProviderError) in
+                try await provider.completeAuthorization(request, callbackURL: callbackURL)
+            }
             credential = try await provider.store(token, in: store, tags: [:], makeDefault: false, separate: true)
         } catch {
             throw WebSignInError(

@@ -41,8 +41,10 @@ extension WebSessions {
         }
         let idToken = try? await store.credential(for: session.credentialID)?.token.idToken
         let result = await store.signOut(.account(session.credentialID), options: Self.endingOptions)
-        let url = try? await provider.endSessionURL(
-            idTokenHint: idToken ?? nil, postLogoutRedirectURI: postLogoutRedirectURI)
+        let (provider, postLogout) = (self.provider, postLogoutRedirectURI)
+        let url = try? await store.capabilities.sharing { () async throws(ProviderError) in
+            try await provider.endSessionURL(idTokenHint: idToken ?? nil, postLogoutRedirectURI: postLogout)
+        }
         logger.debug("signed out", metadata: ["credential": "\(session.credentialID)", "result": "\(result)"])
         return WebSignOutResult(session: session, signOut: result, endSessionURL: url ?? nil)
     }
@@ -58,8 +60,10 @@ extension WebSessions {
     {
         let claims: LogoutTokenClaims
         do {
-            claims = try await provider.verifyLogoutToken(
-                logoutToken, maximumAge: policy.logoutTokenMaximumAge.timeInterval)
+            let (provider, maximumAge) = (self.provider, policy.logoutTokenMaximumAge.timeInterval)
+            claims = try await store.capabilities.sharing { () async throws(LogoutTokenError) in
+                try await provider.verifyLogoutToken(logoutToken, maximumAge: maximumAge)
+            }
         } catch  where error.reason == .keysUnavailable {
             throw BackChannelLogoutError(.unavailable, underlying: error)
         } catch {

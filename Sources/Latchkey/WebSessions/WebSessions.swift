@@ -40,7 +40,7 @@ public final class WebSessions: Sendable {
         store: CredentialStore, provider: OpenIDProvider, redirectURI: URL, postLogoutRedirectURI: URL? = nil,
         policy: WebSessionPolicy = WebSessionPolicy(), logger: Logger? = nil
     ) throws(StorageError) {
-        guard let storage = store.storage as? any WebSessionStorage else {
+        guard let storage = store.capabilities.webSessions else {
             throw StorageError(.unsupported, reason: "This store's storage keeps no web sessions.")
         }
         self.store = store

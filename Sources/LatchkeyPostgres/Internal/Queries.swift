@@ -97,8 +97,15 @@ extension PostgresCredentialStorage {
     func readOutbox(_ query: @autoclosure () throws -> PostgresQuery) async throws(StorageError) -> (
         values: [OutboxEntry], damaged: [DamagedRecord]
     ) {
+        try await readOutbox(try await rows(try query()))
+    }
+
+    /// `rows` of the outbox, each opened on its own.
+    private func readOutbox(_ rows: [PostgresRow]) async throws(StorageError) -> (
+        values: [OutboxEntry], damaged: [DamagedRecord]
+    ) {
         let sealer = self.sealer
-        return SealedRecords.open(try await rows(try query()), kind: .outboxEntry, id: Self.rowID) { row in
+        return SealedRecords.open(rows, kind: .outboxEntry, id: Self.rowID) { row in
             let columns = row.makeRandomAccess()
             return SealedOutboxEntry(
                 id: try columns["id"].decode(String.self), issuer: try columns["issuer"].decode(String.self),
@@ -110,10 +117,21 @@ extension PostgresCredentialStorage {
                 attempts: try columns["attempts"].decode(Int.self),
                 nextAttemptAt: try columns["next_attempt_at"].decode(Double.self),
                 lastError: try columns["last_error"].decode(String?.self),
+                failureCause: try columns["failure_cause"].decode(String?.self),
                 failedPermanently: try columns["failed_permanently"].decode(Bool.self),
                 waitsFor: try columns["waits_for"].decode(String?.self)
             ).open(with: sealer)
         }
+    }
+
+    /// The outbox entries `query` answers on `connection` (in its transaction), each row opened
+    /// on its own.
+    func readOutbox(_ query: PostgresQuery, on connection: PostgresConnection) async throws -> (
+        values: [OutboxEntry], damaged: [DamagedRecord]
+    ) {
+        var rows: [PostgresRow] = []
+        for try await row in try await connection.query(query, logger: logger) { rows.append(row) }
+        return try await readOutbox(rows)
     }
 
     /// A row's `id`, for reporting one that does not decode.

@@ -9,7 +9,7 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
             case corruptDatabase, wrongKey, invalidKeyFile, missingKeyFile, folderNotAccessible,
                 fileNotAccessible, unsupportedSchema, corruptRecord, credentialNotFound,
                 duplicateCredential, databaseFailure, versionConflict, cancelled, outboxFull, insecureFile, busy,
-                unreachable, reservedTag, unsupported
+                unreachable, reservedTag, unsupported, leaseNotHeld
         }
 
         private let base: Base
@@ -56,6 +56,9 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
         public static let reservedTag = Code(base: .reservedTag)
         /// The storage does not implement what was asked of it (web sessions, say); nothing changed.
         public static let unsupported = Code(base: .unsupported)
+        /// The access was used outside the lease or claim it was handed for (after its body
+        /// returned), or for another credential than its own; nothing changed.
+        public static let leaseNotHeld = Code(base: .leaseNotHeld)
 
         public var description: String { base.rawValue }
     }
@@ -107,6 +110,13 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
     /// The error a backend reports when a task is cancelled while it waits for a lease.
     package static func cancelledWaitingForLease(_ id: CredentialID) -> StorageError {
         StorageError(.cancelled, reason: "Cancelled while waiting for the lease of \(id); nothing changed.")
+    }
+
+    /// The error an access reports when it is used after its lease or claim ended, or for
+    /// another credential than the one it was handed for.
+    package static func leaseNotHeld(_ what: String) -> StorageError {
+        StorageError(
+            .leaseNotHeld, reason: "\(what) is not held by this access (it ended, or is another's); nothing changed.")
     }
 
     /// The error a backend reports when the outbox is at its bound.

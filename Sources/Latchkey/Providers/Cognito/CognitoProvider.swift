@@ -94,9 +94,10 @@ public actor CognitoProvider: IdentityProvider {
         username: String, password: String, into store: CredentialStore, tags: [String: String] = [:],
         makeDefault: Bool = false
     ) async throws(ProviderError) -> Credential {
-        try await self.store(
-            try await passwordToken(username: username, password: password), in: store, tags: tags,
-            makeDefault: makeDefault)
+        let token = try await store.capabilities.sharing { () async throws(ProviderError) in
+            try await passwordToken(username: username, password: password)
+        }
+        return try await self.store(token, in: store, tags: tags, makeDefault: makeDefault)
     }
 
     /// The tokens of a `USER_PASSWORD_AUTH` sign-in, not stored.

@@ -1,26 +1,20 @@
 package import Foundation
 package import HTTPTypes
 package import Logging
-import NIOConcurrencyHelpers
 
-/// What a provider published (its metadata, its key set), kept in the store it is registered
-/// with (``ProviderDocumentStorage``) until it expires, so that every process sharing the store
+/// What a provider published (its metadata, its key set), kept in the storage of the store that
+/// calls the provider (``StorageCapabilities/providerDocuments`` of
+/// ``StorageCapabilities/current``) until it expires, so that every process sharing the store
 /// uses one fetch: a command-line refresh then costs one round trip, the refresh itself.
 ///
-/// Until a store with such storage shares them, and when its storage fails (a storage failure
-/// is logged and never fails a request), documents are fetched as before, once per process.
+/// Outside a store's call, with a storage that keeps no documents, and when the storage fails
+/// (a storage failure is logged and never fails a request), documents are fetched as before,
+/// once per process.
 package final class ProviderDocuments: Sendable {
-    private let shared = NIOLockedValueBox<(any ProviderDocumentStorage)?>(nil)
     private let logger: Logger
 
     package init(logger: Logger) {
         self.logger = logger
-    }
-
-    /// Keeps documents in `storage` from now on (the first storage given is kept).
-    package func share(through storage: (any ProviderDocumentStorage)?) {
-        guard let storage else { return }
-        shared.withLockedValue { if $0 == nil { $0 = storage } }
     }
 
     /// The document at `url`: the store's copy while it is valid at `now` (and fetched after
@@ -32,7 +26,7 @@ package final class ProviderDocuments: Sendable {
         fetch: () async throws(ProviderError) -> HTTPTransportResponse
     ) async throws(ProviderError) -> ProviderDocument {
         let key = "\(kind.rawValue) \(url.absoluteString)"
-        let storage = shared.withLockedValue { $0 }
+        let storage = StorageCapabilities.current.providerDocuments
         if let storage {
             do {
                 if let stored = try await storage.providerDocument(for: key), stored.expiresAt > now,

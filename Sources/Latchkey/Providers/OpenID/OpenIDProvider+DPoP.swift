@@ -25,6 +25,12 @@ extension OpenIDProvider {
         return DPoPSigning(key: key, accessToken: accessToken, nonces: dpopNonces, clock: clock)
     }
 
+    /// Writes the DPoP nonces this provider learned outside a store's call (at a sign-in) to the
+    /// store's storage, so that the next process starts from them.
+    public func share(with capabilities: StorageCapabilities) async {
+        await dpopNonces.flush(into: capabilities.dpopNonces)
+    }
+
     /// The tokens of a sign-in whose request carried a proof signed with `key`, bound to it.
     /// Under ``DPoPPolicy/required``, bearer tokens (a provider that ignored the proof) are
     /// refused, and revoked rather than left alive.

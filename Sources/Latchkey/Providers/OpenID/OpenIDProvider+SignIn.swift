@@ -18,8 +18,11 @@ extension OpenIDProvider {
         tags: [String: String] = [:],
         makeDefault: Bool = false
     ) async throws(ProviderError) -> Credential {
-        try await self.store(
-            try await token(for: method, scopes: scopes), in: store, tags: tags, makeDefault: makeDefault)
+        // Its requests share what the provider publishes through the store that keeps it.
+        let signedIn = try await store.capabilities.sharing { () async throws(ProviderError) in
+            try await token(for: method, scopes: scopes)
+        }
+        return try await self.store(signedIn, in: store, tags: tags, makeDefault: makeDefault)
     }
 
     /// The tokens of a sign-in, not stored.

@@ -195,7 +195,10 @@ public actor PingJourneyProvider: IdentityProvider {
         _ session: JourneySession, into store: CredentialStore, tags: [String: String] = [:], makeDefault: Bool = false
     ) async throws(ProviderError) -> Credential {
         do throws(ProviderError) {
-            return try await self.store(try await token(for: session), in: store, tags: tags, makeDefault: makeDefault)
+            let minted = try await store.capabilities.sharing { () async throws(ProviderError) in
+                try await token(for: session)
+            }
+            return try await self.store(minted, in: store, tags: tags, makeDefault: makeDefault)
         } catch  where error.code == .idTokenRejected || error.code == .storage {
             do {
                 try await logout(session: session.value)
@@ -324,6 +327,11 @@ public actor PingJourneyProvider: IdentityProvider {
     /// The realm's OIDC end-session endpoint, which also ends the session the ID token names.
     public func endSession(idToken: String?) async throws(ProviderError) -> URL? {
         try await openID.endSession(idToken: idToken)
+    }
+
+    /// What the realm's OpenID provider learned outside a store's call (DPoP nonces).
+    public func share(with capabilities: StorageCapabilities) async {
+        await openID.share(with: capabilities)
     }
 
     // MARK: Wire

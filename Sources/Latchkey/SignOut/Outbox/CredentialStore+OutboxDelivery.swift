@@ -10,38 +10,44 @@ enum OutboxDelivery: Sendable {
     case failed(ProviderError, changed: OutboxEntry?)
 }
 
-extension OutboxEntry {
-    /// The start of the error of an entry that failed for want of a registered provider: such an
-    /// entry is tried again once its provider is registered.
-    static let noProviderReason = "No provider is registered"
+extension OutboxEntry.FailureCause {
+    /// The cause of `error`: no provider, a refusal a retry cannot fix, or a failure for now.
+    init(_ error: ProviderError) {
+        if error.code == .noProviderRegistered {
+            self = .noProvider
+        } else {
+            self = error.isRetryable ? .unavailable : .refused
+        }
+    }
 }
 
 extension CredentialStore {
-    /// Sends one entry's step to its provider.
-    nonisolated func deliver(_ entry: OutboxEntry, to provider: (any IdentityProvider)?) async -> OutboxDelivery {
+    /// Sends one entry's step to its provider, under the claim that holds it.
+    nonisolated func deliver(
+        _ entry: OutboxEntry, to provider: (any IdentityProvider)?, through claim: any ClaimedOutboxEntries
+    ) async -> OutboxDelivery {
         guard let provider else {
             return .failed(
-                ProviderError(.unsupported, reason: "\(OutboxEntry.noProviderReason) for \(entry.provider)."),
+                ProviderError(.noProviderRegistered, reason: "No provider is registered for \(entry.provider)."),
                 changed: nil)
         }
         do throws(ProviderError) {
-            switch entry.action {
-            case .globalSignOut:
-                return try await signOutGlobally(entry, at: provider)
-            case .endSession:
-                let url = try await provider.endSession(idToken: OutboxGrant(sealedText: entry.token)?.idToken)
-                if url != nil {
+            switch entry.payload {
+            case .grant(let grant) where entry.action == .globalSignOut:
+                return try await signOutGlobally(entry, grant: grant, at: provider, through: claim)
+            case .grant(let grant) where entry.action == .endSession:
+                if try await provider.endSession(idToken: grant.idToken) != nil {
                     logger.debug(
                         "the provider wants a browser to end its session; nothing more can be sent",
                         metadata: ["entry": "\(entry.id)"])
                 }
                 return .done
-            default:
-                guard let kind = entry.action.revokedKind else {
-                    throw ProviderError(.unsupported, reason: "The outbox entry's step is not one Latchkey knows.")
-                }
-                try await provider.revoke(entry.token, kind: kind)
+            case .token(let value):
+                guard let kind = entry.action.revokedKind else { throw .unknownOutboxStep }
+                try await provider.revoke(value, kind: kind)
                 return .done
+            default:
+                throw .unknownOutboxStep
             }
         } catch {
             return .failed(error, changed: nil)
@@ -49,14 +55,12 @@ extension CredentialStore {
     }
 
     /// A queued global sign-out: with the entry's access token while it is valid, else with one
-    /// its refresh token gets. The rotated refresh token is sealed into the entry before the new
-    /// access token is used, so a failure after it loses nothing.
-    private nonisolated func signOutGlobally(_ entry: OutboxEntry, at provider: any IdentityProvider)
-        async throws(ProviderError) -> OutboxDelivery
-    {
-        guard let grant = OutboxGrant(sealedText: entry.token) else {
-            throw ProviderError(.invalidResponse, reason: "The queued global sign-out holds no tokens to send it with.")
-        }
+    /// its refresh token gets. The rotated refresh token is sealed into the entry, under the
+    /// claim, before the new access token is used, so a failure after it loses nothing.
+    private nonisolated func signOutGlobally(
+        _ entry: OutboxEntry, grant: OutboxGrant, at provider: any IdentityProvider,
+        through claim: any ClaimedOutboxEntries
+    ) async throws(ProviderError) -> OutboxDelivery {
         guard try await provider.supportsGlobalSignOut() else {
             logger.debug(
                 "the provider has no global sign-out; the revocations queued with it stand in",
@@ -94,9 +98,9 @@ extension CredentialStore {
                     oauthError: error.oauthError, errorDescription: error.errorDescription, status: error.status)
             }
             var changed = entry
-            changed.token = OutboxGrant(fresh).sealedText
+            changed.payload = .grant(OutboxGrant(fresh))
             do throws(StorageError) {
-                try await outbox.updateOutboxEntry(changed)
+                try await claim.settle(removing: [], updating: [changed])
                 return (fresh, changed, nil)
             } catch {
                 return (fresh, changed, error)
@@ -115,4 +119,10 @@ extension CredentialStore {
             return .failed(error, changed: changed)
         }
     }
+}
+
+extension ProviderError {
+    /// An entry whose action and payload do not go together (a newer Latchkey's, say).
+    static let unknownOutboxStep = ProviderError(
+        .unsupported, reason: "The outbox entry's step is not one Latchkey knows.")
 }

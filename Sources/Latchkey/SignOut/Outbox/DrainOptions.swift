@@ -39,21 +39,15 @@ public struct DrainOptions: Sendable {
     public var timeLimit: Duration?
     /// The backoff for entries that fail again.
     public var backoff: OutboxBackoff
-    /// How long an entry stays claimed by this drain: drainers sharing the storage (processes,
-    /// a fleet's instances) leave it alone meanwhile, and take it over when this drain died
-    /// before trying it. Keep it well above a provider's request timeout.
-    public var claimDuration: Duration
-
     /// Creates options.
     public init(
         includeNotDue: Bool = false, maximumConcurrency: Int = 8, timeLimit: Duration? = nil,
-        backoff: OutboxBackoff = .default, claimDuration: Duration = .seconds(120)
+        backoff: OutboxBackoff = .default
     ) {
         self.includeNotDue = includeNotDue
         self.maximumConcurrency = max(1, maximumConcurrency)
         self.timeLimit = timeLimit
         self.backoff = backoff
-        self.claimDuration = claimDuration
     }
 }
 
@@ -70,7 +64,7 @@ public struct DrainReport: Sendable, CustomStringConvertible {
     /// Entries waiting for another entry to go through first (a sign-out's revocations wait for
     /// its global sign-out).
     public var waiting: Int = 0
-    /// Due entries another drainer sharing the storage was trying (or had just tried) meanwhile.
+    /// Entries another drainer sharing the storage held meanwhile.
     public var claimedElsewhere: Int = 0
     /// Entries that failed in a way a retry cannot fix: no longer tried, kept until dropped.
     public var permanent: Int = 0

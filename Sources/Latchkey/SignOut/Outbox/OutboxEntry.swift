@@ -14,10 +14,10 @@ public struct OutboxEntry: Sendable, Hashable, Identifiable, CustomStringConvert
     public var provider: ProviderIdentity
     /// What the step does.
     public var action: Action
-    /// The step's secret, as the storage seals it: the token to revoke, or the
-    /// ``OutboxGrant`` of a global sign-out or an end-session request in JSON. Package-only:
-    /// nothing outside Latchkey can read it back.
-    package var token: String
+    /// What the step sends, sealed by the storage: the token a revocation revokes, or the
+    /// tokens a global sign-out or an end-session request is sent with. Package-only: nothing
+    /// outside Latchkey can read it back.
+    package var payload: Payload
     /// The account it belonged to, for reports.
     public var account: String?
     /// When the step no longer matters, as the provider stated it (the token's expiry); after
@@ -30,8 +30,11 @@ public struct OutboxEntry: Sendable, Hashable, Identifiable, CustomStringConvert
     public var attempts: Int
     /// When the next attempt is due.
     public var nextAttemptAt: Date
-    /// Why the last attempt failed.
+    /// Why the last attempt failed, in words.
     public var lastError: String?
+    /// Why the last attempt failed, as a value (an entry that failed for want of a registered
+    /// provider is made due again once one is, say).
+    public var failureCause: FailureCause?
     /// Whether the last failure was one a retry cannot fix (the provider refused the client or
     /// the token type, or no provider is registered): the entry is no longer tried, and stays
     /// listed, with ``lastError``, until it is dropped on purpose.
@@ -77,16 +80,52 @@ public struct OutboxEntry: Sendable, Hashable, Identifiable, CustomStringConvert
         }
     }
 
+    /// What an entry sends: one token, or a grant's tokens.
+    package enum Payload: Sendable, Hashable {
+        /// The token a revocation revokes.
+        case token(String)
+        /// The tokens a global sign-out or an end-session request is sent with.
+        case grant(OutboxGrant)
+
+        /// The token, for a revocation.
+        package var token: String? { if case .token(let value) = self { value } else { nil } }
+        /// The grant, for a global sign-out or an end-session request.
+        package var grant: OutboxGrant? { if case .grant(let grant) = self { grant } else { nil } }
+    }
+
+    /// Why an entry's last attempt failed. Causes Latchkey does not know (from a newer version)
+    /// are kept as they are.
+    public struct FailureCause: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+        /// How the storage names it.
+        public let rawValue: String
+
+        /// A cause by its stored name.
+        public init(rawValue: String) { self.rawValue = rawValue }
+
+        /// No provider was registered for the entry's issuer and client: it is made due again
+        /// once one is.
+        public static let noProvider = FailureCause(rawValue: "no_provider")
+        /// The provider refused the step in a way a retry cannot fix (a 403, an unknown client).
+        public static let refused = FailureCause(rawValue: "refused")
+        /// The provider could not be reached, or failed for now (a retry can fix it).
+        public static let unavailable = FailureCause(rawValue: "unavailable")
+        /// The step was not sent: it waits for another (the global sign-out it would kill).
+        public static let heldBack = FailureCause(rawValue: "held_back")
+
+        public var description: String { rawValue }
+    }
+
     /// Creates an entry. Only Latchkey's own code and storage backends create entries.
     package init(
-        id: UUID = UUID(), provider: ProviderIdentity, action: Action, token: String, account: String?,
+        id: UUID = UUID(), provider: ProviderIdentity, action: Action, payload: Payload, account: String?,
         tokenExpiresAt: Date?, createdAt: Date, attempts: Int, nextAttemptAt: Date, lastError: String?,
-        failedPermanently: Bool = false, waitsFor: UUID? = nil
+        failureCause: FailureCause? = nil, failedPermanently: Bool = false, waitsFor: UUID? = nil
     ) {
         self.id = id
         self.provider = provider
         self.action = action
-        self.token = token
+        self.payload = payload
+        self.failureCause = failureCause
         self.account = account
         self.tokenExpiresAt = tokenExpiresAt
         self.createdAt = createdAt
@@ -114,7 +153,8 @@ extension OutboxEntry: CustomDebugStringConvertible, CustomReflectable {
             children: [
                 "id": id, "provider": provider, "action": action, "account": account as Any,
                 "tokenExpiresAt": tokenExpiresAt as Any, "createdAt": createdAt, "attempts": attempts,
-                "nextAttemptAt": nextAttemptAt, "lastError": lastError as Any, "failedPermanently": failedPermanently,
+                "nextAttemptAt": nextAttemptAt, "lastError": lastError as Any, "failureCause": failureCause as Any,
+                "failedPermanently": failedPermanently,
                 "waitsFor": waitsFor as Any,
             ],
             displayStyle: .struct)
