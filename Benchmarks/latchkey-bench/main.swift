@@ -164,6 +164,31 @@ if runs("provider") {
         record("store_ops.global_signout.writes", Double(signOut.writes), "count")
         record("store_ops.global_signout.leases", Double(signOut.leases), "count")
 
+        // An offline sign-out (every server step queued, in one write), then the drain that
+        // sends what it queued once the provider is back: claims open only what they claim.
+        _ = try await refreshing.signIn(.password(username: "user0", password: "user0-password"), into: counted)
+        dev.faults.isOffline = true
+        counting.reset()
+        _ = await counted.signOut(.current, options: .global)
+        let offline = counting.counts
+        dev.faults.isOffline = false
+        for (name, value) in [
+            ("reads", offline.reads), ("opens", offline.opens), ("writes", offline.writes),
+            ("leases", offline.leases),
+        ] {
+            record("store_ops.offline_signout.\(name)", Double(value), "count")
+        }
+        let queued = try await counted.outboxEntries().count
+        counting.reset()
+        _ = await counted.drainOutbox(DrainOptions(includeNotDue: true))
+        let drain = counting.counts
+        record("store_ops.drain.entries", Double(queued), "count")
+        for (name, value) in [
+            ("reads", drain.reads), ("opens", drain.opens), ("writes", drain.writes), ("claims", drain.claims),
+        ] {
+            record("store_ops.drain.\(name)", Double(value), "count")
+        }
+
         // MARK: The window a SIGKILL can hit: from a refresh request sent until its answer is
         // stored (SQLite, loopback, no added latency). SIGINT, SIGTERM and SIGHUP wait it out.
         let relogged = try await refreshing.signIn(

@@ -1,4 +1,5 @@
 import Foundation
+import Latchkey
 import Testing
 
 /// ARCHITECTURE.md stays true: every path it names is there.
@@ -50,6 +51,16 @@ struct ArchitectureTests {
                 "ARCHITECTURE.md names \(path), which does not exist")
         }
         #expect(named >= 30, "the map names the code it maps")
+    }
+
+    @Test("CHANGELOG's newest release is the version the tool prints, and nothing is left unreleased")
+    func changelogVersion() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let text = try String(contentsOf: root.appendingPathComponent("CHANGELOG.md"), encoding: .utf8)
+        let releases = text.split(separator: "\n").filter { $0.hasPrefix("## ") }
+        #expect(releases.first?.hasPrefix("## [\(LatchkeyVersion.current)] - ") == true, "\(releases.first ?? "")")
+        #expect(!releases.contains { $0.lowercased().contains("unreleased") })
     }
 
     /// `Credentials/`, `Storage/Sealing`: a folder of the Latchkey target, as the map names them.
