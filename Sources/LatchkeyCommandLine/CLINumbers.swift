@@ -1,9 +1,3 @@
-#if canImport(FoundationEssentials)
-    package import FoundationEssentials
-#else
-    package import Foundation
-#endif
-
 /// Numbers the tool turns into text or reads from its environment, made safe: no input — a
 /// provider's claim, an environment variable — may trap the process. Pure functions, fuzzed on
 /// their own (`scripts/fuzz`).

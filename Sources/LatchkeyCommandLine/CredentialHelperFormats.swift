@@ -1,17 +1,5 @@
 package import LatchkeyRecords
 
-#if canImport(FoundationEssentials)
-    package import FoundationEssentials
-#else
-    package import Foundation
-#endif
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// What git writes to a credential helper: `key=value` lines up to a blank line or the end
 /// (git-credential(1), "INPUT/OUTPUT FORMAT").
 package struct GitCredentialRequest: Sendable {

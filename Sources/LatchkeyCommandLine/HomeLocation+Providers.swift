@@ -1,12 +1,6 @@
 import LatchkeyRecords
 import SystemPackage
 
-#if canImport(FoundationEssentials)
-    package import FoundationEssentials
-#else
-    package import Foundation
-#endif
-
 extension HomeLocation {
     /// `providers.json`, or `nil` when there is none. It says where refresh tokens are sent, so it
     /// is trusted as the store's own files are: a regular file (not a link) of the user's, in a

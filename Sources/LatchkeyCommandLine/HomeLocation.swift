@@ -1,9 +1,3 @@
-#if canImport(FoundationEssentials)
-    package import FoundationEssentials
-#else
-    package import Foundation
-#endif
-
 /// Where a Latchkey home is (one home is one device), and where its store and its store's key
 /// are: what every command of the tool, quick or not, agrees on.
 package struct HomeLocation: Sendable {

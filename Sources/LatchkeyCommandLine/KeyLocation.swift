@@ -1,9 +1,3 @@
-#if canImport(FoundationEssentials)
-    package import FoundationEssentials
-#else
-    package import Foundation
-#endif
-
 /// Where a home keeps its store's key when it is not the key file beside the database: written
 /// by `latchkey key move` to `key-location.json`, and used whenever no `--key-fd`, `--key-file`
 /// or `$LATCHKEY_KEY_FILE` names another.

@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// What both halves of the tool do first.
 package enum ProcessHardening {
     /// No core file: one would hold decrypted tokens and the store's key.

@@ -1,9 +1,3 @@
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
-
 /// A configured provider, as `providers.json` keeps it.
 package struct ProviderEntry: Codable, Sendable {
     package enum Kind: String, Codable, Sendable {

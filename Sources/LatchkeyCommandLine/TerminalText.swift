@@ -1,9 +1,3 @@
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
-
 /// The text the tool writes, the same from every command: escaped for a terminal, or JSON.
 package enum TerminalText {
     /// `value` as one line of JSON (keys sorted, dates in ISO 8601).

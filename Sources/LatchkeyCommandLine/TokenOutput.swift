@@ -1,11 +1,5 @@
 package import LatchkeyRecords
 
-#if canImport(FoundationEssentials)
-    package import FoundationEssentials
-#else
-    package import Foundation
-#endif
-
 /// How long a token must stay valid: seconds, or a number with `s`, `m` or `h`.
 package struct TokenValidity: Sendable, Hashable {
     package let seconds: TimeInterval

@@ -113,6 +113,12 @@ extension PostgresCredentialStorage {
         try await transaction("removing a credential") { connection in try await self.delete(id, on: connection) }
     }
 
+    public func delete(_ id: CredentialID, ifVersion version: Int) async throws(StorageError) -> StorageDeletion? {
+        try await transaction("removing a credential") { connection in
+            try await self.delete(id, ifVersion: version, on: connection)
+        }
+    }
+
     public func defaultCredentialID() async throws(StorageError) -> CredentialID? {
         try await defaultMarker().credentialID()
     }

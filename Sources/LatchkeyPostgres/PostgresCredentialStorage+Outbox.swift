@@ -57,10 +57,12 @@ extension PostgresCredentialStorage {
                 """, on: connection)
             return (entries, try await self.backlog(holder: holder, now: now, on: connection))
         }
-        let access = PostgresClaim(
-            storage: self, holder: holder, scope: LeaseScope("a claim of the outbox"),
+        let access = OutboxClaimAccess(
             entries: claimed.0.values.sorted { ($0.nextAttemptAt, $0.createdAt) < ($1.nextAttemptAt, $1.createdAt) },
-            damaged: claimed.0.damaged, backlog: claimed.1)
+            damaged: claimed.0.damaged, backlog: claimed.1
+        ) { removed, updated async throws(StorageError) in
+            try await self.settle(removing: removed, updating: updated, holder: holder)
+        }
         let result = await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.renewClaim(holder, terms: terms) }
             let result = await body(access)
@@ -216,19 +218,4 @@ extension PostgresCredentialStorage {
     }
 
     static let outboxLimitLock: Int64 = 0x4C_4B_4F_75_74_62_6F_78  // "LKOutbox"
-}
-
-/// A drainer's claimed entries, while its body runs.
-private struct PostgresClaim: ClaimedOutboxEntries {
-    let storage: PostgresCredentialStorage
-    let holder: String
-    let scope: LeaseScope
-    let entries: [OutboxEntry]
-    let damaged: [DamagedRecord]
-    let backlog: OutboxBacklog
-
-    func settle(removing removed: [UUID], updating updated: [OutboxEntry]) async throws(StorageError) {
-        try scope.check()
-        try await storage.settle(removing: removed, updating: updated, holder: holder)
-    }
 }

@@ -115,9 +115,6 @@ enum PostgresSchema {
         ],
     ]
 
-    /// The tags earlier versions kept Latchkey's state in.
-    static let legacyStateTags = (needsSignIn: "latchkey.needs-sign-in", rejected: "latchkey.rejected-access-token")
-
     static var currentVersion: Int { migrations.count }
 
     /// The advisory lock key of migrations (any constant no other lock of Latchkey's uses).
@@ -181,18 +178,8 @@ enum PostgresSchema {
             rows.append(row)
         }
         for row in rows {
-            guard
-                case .success(var credential) = try PostgresCredentialStorage.sealedCredential(row).open(
-                    with: sealer, versionBound: false)
+            guard let sealed = try PostgresCredentialStorage.sealedCredential(row).movingStateOutOfTags(with: sealer)
             else { continue }
-            let tags = credential.metadata.tags
-            guard tags[legacyStateTags.needsSignIn] != nil || tags[legacyStateTags.rejected] != nil else { continue }
-            credential.state = CredentialState(
-                needsSignIn: tags[legacyStateTags.needsSignIn] != nil,
-                rejectedAccessToken: tags[legacyStateTags.rejected])
-            credential.metadata.tags[legacyStateTags.needsSignIn] = nil
-            credential.metadata.tags[legacyStateTags.rejected] = nil
-            let sealed = try SealedCredential(credential, sealer: sealer)
             for try await _ in try await connection.query(
                 try PostgresCredentialStorage.updateQuery(sealed, where: nil), logger: logger)
             {}

@@ -4,14 +4,6 @@ public import Latchkey
 import Logging
 import NIOConcurrencyHelpers
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// The lease of a SQLite store: one row per credential in `refresh_lease`, taken and released in
 /// `IMMEDIATE` transactions, so processes that share the file see one holder.
 ///
@@ -36,7 +28,7 @@ extension SQLiteCredentialStorage {
             if Task.isCancelled { throw .cancelledWaitingForLease(id) }
             delay = min(delay * 2, .milliseconds(250))
         }
-        let access = SQLiteLeaseAccess(storage: self, scope: LeaseScope(lease: id), id: id)
+        let access = StorageLeaseAccess(id, in: self)
         let result = await whileHolding(id.rawValue, holder: holder, terms: terms) { await body(access) }
         access.scope.end()
         await release(id.rawValue, holder: holder)
@@ -256,39 +248,5 @@ struct LeaseHost: Sendable {
         let fields = stat[stat.index(after: close)...].split(separator: " ")
         guard fields.count > 19 else { return nil }
         return Int64(fields[19])
-    }
-}
-
-/// A lease holder's access to the one credential of its lease, while its body runs.
-struct SQLiteLeaseAccess: LeasedCredentialAccess {
-    let storage: SQLiteCredentialStorage
-    let scope: LeaseScope
-    let id: CredentialID
-
-    func credential() async throws(StorageError) -> StoredCredential? {
-        try scope.check()
-        return try await storage.credential(for: id)
-    }
-
-    func update(_ credential: StoredCredential) async throws(StorageError) {
-        try scope.check(id, is: credential.id)
-        try await storage.update(credential)
-    }
-
-    func delete() async throws(StorageError) -> StorageDeletion {
-        try scope.check()
-        return try await storage.delete(id)
-    }
-
-    func delete(ifVersion version: Int) async throws(StorageError) -> StorageDeletion? {
-        try scope.check()
-        return try await storage.delete(id, ifVersion: version)
-    }
-
-    /// The holder reaches the outbox: the same file.
-    func enqueue(_ entries: [OutboxEntry], limit: Int) async throws(StorageError) -> Bool {
-        try scope.check()
-        try await storage.enqueue(entries, limit: limit)
-        return true
     }
 }

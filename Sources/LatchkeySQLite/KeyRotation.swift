@@ -7,14 +7,6 @@ public import Logging
 import NIOConcurrencyHelpers
 import SystemPackage
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 extension SQLiteCredentialStorage {
     /// Seals the whole store again under `newKey`: every credential, every outbox entry, the
     /// default marker and the key check, in one transaction, so the store is sealed with one key
@@ -88,22 +80,8 @@ extension SQLiteCredentialStorage {
         guard credentials.damaged.isEmpty, entries.damaged.isEmpty else {
             throw StorageError(.corruptRecord, reason: "A record became unreadable during the key rotation.")
         }
-        for credential in credentials.values {
-            let row = try SealedCredential(credential, sealer: next)
-            var arguments = row.arguments
-            arguments += [row.id]
-            try db.execute(
-                sql: "UPDATE credential SET \(SQL.assignments(SealedCredential.columns)) WHERE id = ?",
-                arguments: arguments)
-        }
-        for entry in entries.values {
-            let row = try SealedOutboxEntry(entry, sealer: next)
-            var arguments = row.arguments
-            arguments += [row.id]
-            try db.execute(
-                sql: "UPDATE outbox SET \(SQL.assignments(SealedOutboxEntry.columns)) WHERE id = ?",
-                arguments: arguments)
-        }
+        for credential in credentials.values { try SealedCredential(credential, sealer: next).replace(in: db) }
+        for entry in entries.values { try SealedOutboxEntry(entry, sealer: next).replace(in: db) }
         if case .some(let id) = try defaultMarker(db, sealer: current) {
             try db.execute(
                 sql: "UPDATE setting SET value = ? WHERE name = ?",

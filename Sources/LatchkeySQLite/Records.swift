@@ -78,6 +78,32 @@ extension SealedOutboxEntry {
     }
 }
 
+extension SealedCredential {
+    /// Writes the row over the one with its id (and, when given, `condition`'s further
+    /// conditions: `AND version = ?`); the number of rows it changed.
+    @discardableResult
+    func replace(in db: Database, and condition: String = "", _ arguments: StatementArguments = []) throws -> Int {
+        var all = self.arguments
+        all += [id]
+        all += arguments
+        try db.execute(
+            sql: "UPDATE credential SET \(SQL.assignments(Self.columns)) WHERE id = ? \(condition)", arguments: all)
+        return db.changesCount
+    }
+}
+
+extension SealedOutboxEntry {
+    /// Writes the row over the one with its id (and, when given, `condition`'s further
+    /// conditions), leaving its claim as it is.
+    func replace(in db: Database, and condition: String = "", _ arguments: StatementArguments = []) throws {
+        var all = self.arguments
+        all += [id]
+        all += arguments
+        try db.execute(
+            sql: "UPDATE outbox SET \(SQL.assignments(Self.columns)) WHERE id = ? \(condition)", arguments: all)
+    }
+}
+
 extension Row {
     /// The `id` column as text, for reporting a row that does not decode.
     var idText: String? { self["id"] as String? }

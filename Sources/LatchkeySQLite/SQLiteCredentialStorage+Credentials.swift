@@ -108,12 +108,7 @@ extension SQLiteCredentialStorage {
         let written = next
         try await write { db, sealer in
             let row = try SealedCredential(written, sealer: sealer)
-            var arguments = row.arguments
-            arguments += [row.id, credential.version]
-            try db.execute(
-                sql: "UPDATE credential SET \(SQL.assignments(SealedCredential.columns)) WHERE id = ? AND version = ?",
-                arguments: arguments)
-            guard db.changesCount == 0 else { return }
+            guard try row.replace(in: db, and: "AND version = ?", [credential.version]) == 0 else { return }
             guard try Bool.fetchOne(db, sql: "SELECT 1 FROM credential WHERE id = ?", arguments: [row.id]).isTrue
             else { throw StorageError.credentialNotFound(credential.id) }
             throw StorageError.versionConflict(credential.id)
@@ -125,8 +120,7 @@ extension SQLiteCredentialStorage {
         try await delete(id, version: nil) ?? StorageDeletion(deleted: false, clearedDefault: false)
     }
 
-    /// Deletes the credential only if it still has `version` (a lease holder's compare-and-swap delete).
-    func delete(_ id: CredentialID, ifVersion version: Int) async throws(StorageError) -> StorageDeletion? {
+    public func delete(_ id: CredentialID, ifVersion version: Int) async throws(StorageError) -> StorageDeletion? {
         try await delete(id, version: version)
     }
 

@@ -49,9 +49,11 @@ extension SQLiteCredentialStorage {
         defer { LiveHolders.shared.remove(holder) }
         let claimed = try await write { db, sealer in try Self.claim(request, holder: holder, terms: terms, db, sealer)
         }
-        let access = SQLiteClaim(
-            storage: self, holder: holder, scope: LeaseScope("a claim of the outbox"), entries: claimed.entries.values,
-            damaged: claimed.entries.damaged, backlog: claimed.backlog)
+        let access = OutboxClaimAccess(
+            entries: claimed.entries.values, damaged: claimed.entries.damaged, backlog: claimed.backlog
+        ) { removed, updated async throws(StorageError) in
+            try await self.settle(removing: removed, updating: updated, holder: holder)
+        }
         let result = await whileHolding(lease, holder: holder, terms: terms) { await body(access) }
         access.scope.end()
         await release(lease, holder: holder) { db in
@@ -112,13 +114,7 @@ extension SQLiteCredentialStorage {
                     sql: "DELETE FROM outbox WHERE id = ? AND claimed_by = ?", arguments: [id.uuidString, holder])
             }
             for entry in updated {
-                let row = try SealedOutboxEntry(entry, sealer: sealer)
-                var arguments = row.arguments
-                arguments += [row.id, holder]
-                try db.execute(
-                    sql:
-                        "UPDATE outbox SET \(SQL.assignments(SealedOutboxEntry.columns)) WHERE id = ? AND claimed_by = ?",
-                    arguments: arguments)
+                try SealedOutboxEntry(entry, sealer: sealer).replace(in: db, and: "AND claimed_by = ?", [holder])
             }
         }
     }
@@ -154,20 +150,5 @@ extension SQLiteCredentialStorage {
 
     public func damagedOutboxEntries() async throws(StorageError) -> [DamagedRecord] {
         try await read { db, sealer in try Self.readOutbox(db, Self.selectEntries, sealer: sealer).damaged }
-    }
-}
-
-/// A drainer's claimed entries, while its body runs.
-private struct SQLiteClaim: ClaimedOutboxEntries {
-    let storage: SQLiteCredentialStorage
-    let holder: String
-    let scope: LeaseScope
-    let entries: [OutboxEntry]
-    let damaged: [DamagedRecord]
-    let backlog: OutboxBacklog
-
-    func settle(removing removed: [UUID], updating updated: [OutboxEntry]) async throws(StorageError) {
-        try scope.check()
-        try await storage.settle(removing: removed, updating: updated, holder: holder)
     }
 }

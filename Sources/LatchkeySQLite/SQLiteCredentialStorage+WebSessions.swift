@@ -49,29 +49,26 @@ extension SQLiteCredentialStorage: WebSessionStorage {
     public func webSessions(issuer: String, providerSessionID: String?, subject: String?) async throws(StorageError)
         -> [WebSession]
     {
-        try await read { db, _ in
-            try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT \(Self.webSessionColumns) FROM web_session
-                    WHERE issuer = ? AND (? IS NULL OR sid = ?) AND (? IS NULL OR subject = ?)
-                    """,
-                arguments: [issuer, providerSessionID, providerSessionID, subject, subject]
-            ).map(Self.webSession)
-        }
+        try await webSessions(
+            where: "issuer = ? AND (? IS NULL OR sid = ?) AND (? IS NULL OR subject = ?)",
+            [issuer, providerSessionID, providerSessionID, subject, subject])
     }
 
     public func staleWebSessions(expiredAt date: Date, idleBefore: Date, limit: Int) async throws(StorageError)
         -> [WebSession]
     {
+        try await webSessions(
+            where: "expires_at <= ? OR last_seen_at < ? LIMIT ?",
+            [date.timeIntervalSinceReferenceDate, idleBefore.timeIntervalSinceReferenceDate, limit])
+    }
+
+    /// The sessions `condition` selects.
+    private func webSessions(where condition: String, _ arguments: StatementArguments) async throws(StorageError)
+        -> [WebSession]
+    {
         try await read { db, _ in
             try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT \(Self.webSessionColumns) FROM web_session
-                    WHERE expires_at <= ? OR last_seen_at < ? LIMIT ?
-                    """,
-                arguments: [date.timeIntervalSinceReferenceDate, idleBefore.timeIntervalSinceReferenceDate, limit]
+                db, sql: "SELECT \(Self.webSessionColumns) FROM web_session WHERE \(condition)", arguments: arguments
             ).map(Self.webSession)
         }
     }

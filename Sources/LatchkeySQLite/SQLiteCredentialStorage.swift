@@ -7,14 +7,6 @@ public import Logging
 import NIOConcurrencyHelpers
 import SystemPackage
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// Credential storage in a SQLite database (through GRDB): Latchkey's embedded default.
 ///
 /// - Token values are sealed with AES-GCM under a 256-bit key: one the caller passes in, or a

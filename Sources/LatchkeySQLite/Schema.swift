@@ -179,42 +179,18 @@ enum Schema {
     /// it is: it is reported as damaged, never wiped.
     private static func bindVersions(_ db: Database, sealer: Sealer) throws {
         for row in try Row.fetchAll(db, sql: "SELECT \(SQL.list(SealedCredential.columns)) FROM credential") {
-            guard let sealed = try SealedCredential(row: row).bindingVersion(with: sealer) else { continue }
-            var arguments = sealed.arguments
-            arguments += [sealed.id]
-            try db.execute(
-                sql: "UPDATE credential SET \(SQL.assignments(SealedCredential.columns)) WHERE id = ?",
-                arguments: arguments)
+            try SealedCredential(row: row).bindingVersion(with: sealer)?.replace(in: db)
         }
     }
 
-    /// The tags earlier versions kept Latchkey's state in.
-    private static let legacyStateTags = (
-        needsSignIn: "latchkey.needs-sign-in", rejected: "latchkey.rejected-access-token"
-    )
-
-    /// Moves the state kept in tags into its columns, sealing each such row again (its metadata
-    /// changes). A row that does not open is left as it is: it is reported as damaged.
+    /// Moves the state kept in tags into its columns, sealing each such row again. A row that
+    /// does not open is left as it is: it is reported as damaged.
     private static func moveStateOutOfTags(_ db: Database, sealer: Sealer) throws {
         let tagged = try Row.fetchAll(
             db,
             sql: "SELECT \(SQL.list(SealedCredential.columns)) FROM credential WHERE tags LIKE '%\"latchkey.%'")
         for row in tagged {
-            guard case .success(var credential) = try SealedCredential(row: row).open(with: sealer, versionBound: false)
-            else { continue }
-            let tags = credential.metadata.tags
-            guard tags[legacyStateTags.needsSignIn] != nil || tags[legacyStateTags.rejected] != nil else { continue }
-            credential.state = CredentialState(
-                needsSignIn: tags[legacyStateTags.needsSignIn] != nil,
-                rejectedAccessToken: tags[legacyStateTags.rejected])
-            credential.metadata.tags[legacyStateTags.needsSignIn] = nil
-            credential.metadata.tags[legacyStateTags.rejected] = nil
-            let sealed = try SealedCredential(credential, sealer: sealer)
-            var arguments = sealed.arguments
-            arguments += [sealed.id]
-            try db.execute(
-                sql: "UPDATE credential SET \(SQL.assignments(SealedCredential.columns)) WHERE id = ?",
-                arguments: arguments)
+            try SealedCredential(row: row).movingStateOutOfTags(with: sealer)?.replace(in: db)
         }
     }
 

@@ -9,13 +9,6 @@ import SystemPackage
 #if canImport(CoreFoundation)
     import CoreFoundation
 #endif
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
 
 /// The files of a SQLite store — the folder, the database, the key file — and what Latchkey
 /// trusts about them. Like ssh's StrictModes: each must belong to the user and be closed to

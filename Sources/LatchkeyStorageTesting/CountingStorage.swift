@@ -91,6 +91,11 @@ public final class CountingStorage: CredentialStorage, OutboxStorage, Sendable {
         return try await inner.delete(id)
     }
 
+    public func delete(_ id: CredentialID, ifVersion version: Int) async throws(StorageError) -> StorageDeletion? {
+        count { $0.writes += 1 }
+        return try await inner.delete(id, ifVersion: version)
+    }
+
     public func defaultCredentialID() async throws(StorageError) -> CredentialID? {
         count { $0.listings += 1 }
         return try await inner.defaultCredentialID()

@@ -3,12 +3,6 @@ import Foundation
 import Latchkey
 import LatchkeyCommandLine
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// The `latchkey` command-line tool.
 struct LatchkeyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

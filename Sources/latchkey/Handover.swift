@@ -1,12 +1,6 @@
 import LatchkeyCommandLine
 import LatchkeyRecords
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// Hands the command to `latchkey-full`, the whole tool, which is installed beside this one:
 /// the same process (exec), its arguments, environment, terminal and signals, so that nothing
 /// tells the two apart but the time it takes. It never builds anything: SwiftPM builds

@@ -2,17 +2,6 @@ import LatchkeyCommandLine
 import LatchkeyRecords
 import LatchkeySQLiteReader
 
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// What the quick path did with a command.
 enum QuickOutcome {
     /// It answered (exit 0).

@@ -2,17 +2,6 @@ import LatchkeyCommandLine
 import LatchkeyRecords
 import LatchkeySQLiteReader
 
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 extension QuickCommand {
     /// `latchkey credential git get|store|erase`, as `CredentialCommand.Git` answers it. What it
     /// read of git's request goes to the full tool with the rest of the command.

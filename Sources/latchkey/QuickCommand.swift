@@ -1,11 +1,5 @@
 import LatchkeyCommandLine
 
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
-
 /// A command the quick path may answer, read from the arguments as the full tool's parser
 /// would read them (``QuickGrammar``); `nil` for anything else — another command, an option it
 /// does not take, a value the full tool would refuse — which the full tool then parses and

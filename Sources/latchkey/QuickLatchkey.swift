@@ -1,16 +1,5 @@
 import LatchkeyCommandLine
 
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// `latchkey`: answers the commands that programs call many times a minute — `token`,
 /// `credential git get`, `credential kubectl` — straight from the SQLite store when the token
 /// they need is valid, and hands everything else to `latchkey-full` (``Handover``), which does

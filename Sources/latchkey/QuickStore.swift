@@ -2,12 +2,6 @@ import LatchkeyCommandLine
 import LatchkeyRecords
 import LatchkeySQLiteReader
 
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
-
 /// The home's SQLite store and provider list, read as the full tool reads them, when that is
 /// all a command needs: `nil` (hand over) for a PostgreSQL store, a key kept anywhere but in a
 /// plain key file, a key rotation cut short, or a store the reader does not answer for.

@@ -57,19 +57,10 @@ public struct IDTokenError: Error, Sendable, Hashable, CustomStringConvertible {
     public var description: String { "The ID token was rejected: \(reason.rawValue)." }
 }
 
-/// The claims of a verified ID token.
-public struct IDTokenClaims: Sendable, Hashable {
+/// The claims of a verified ID token (their registered names read through ``VerifiedClaims``).
+public struct IDTokenClaims: VerifiedClaims, Hashable {
     /// Every claim, as it came.
     public var all: [String: JSONValue]
-
-    /// `sub`.
-    public var subject: String? { all["sub"]?.stringValue }
-    /// `sid`, the provider's session id.
-    public var sessionID: String? { all["sid"]?.stringValue }
-    /// `nonce`.
-    public var nonce: String? { all["nonce"]?.stringValue }
-    /// `exp`.
-    public var expiresAt: Date? { all["exp"]?.doubleValue.map(Date.init(timeIntervalSince1970:)) }
 }
 
 /// Verifies ID tokens (OpenID Connect Core §3.1.3.7): the signature through the provider's JWKS

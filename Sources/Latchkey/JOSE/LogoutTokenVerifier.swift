@@ -61,23 +61,11 @@ public struct LogoutTokenError: Error, Sendable, Hashable, CustomStringConvertib
     public var description: String { "The logout token was refused: \(reason.rawValue)." }
 }
 
-/// The claims of a verified logout token: whose sessions end.
-public struct LogoutTokenClaims: Sendable, Hashable {
+/// The claims of a verified logout token: whose sessions end (`sub`: every session of this
+/// user, unless `sid` names one), and its `jti` for the replay check (see ``VerifiedClaims``).
+public struct LogoutTokenClaims: VerifiedClaims, Hashable {
     /// Every claim, as it came.
     public var all: [String: JSONValue]
-
-    /// `iss`.
-    public var issuer: String? { all["iss"]?.stringValue }
-    /// `sub`: every session of this user ends, unless `sid` names one.
-    public var subject: String? { all["sub"]?.stringValue }
-    /// `sid`: the provider's session that ended.
-    public var sessionID: String? { all["sid"]?.stringValue }
-    /// `jti`, for the replay check.
-    public var id: String? { all["jti"]?.stringValue }
-    /// `iat`.
-    public var issuedAt: Date? { all["iat"]?.doubleValue.map(Date.init(timeIntervalSince1970:)) }
-    /// `exp`, when the token has one.
-    public var expiresAt: Date? { all["exp"]?.doubleValue.map(Date.init(timeIntervalSince1970:)) }
 }
 
 /// Verifies OpenID Connect Back-Channel Logout tokens (§2.6): the signature through the

@@ -110,3 +110,75 @@ public final class LeaseScope: Sendable {
         guard other == id else { throw .leaseNotHeld("the lease of \(other)") }
     }
 }
+
+/// The access a backend whose lease needs nothing of its own hands its holder: the storage
+/// itself, scoped to the lease's credential and body (``LeaseScope``). The in-memory and SQLite
+/// storages hand it; end its ``scope`` when the body returns.
+public struct StorageLeaseAccess: LeasedCredentialAccess {
+    public let id: CredentialID
+    /// Ended by the backend when the body returns.
+    public let scope: LeaseScope
+    private let storage: any CredentialStorage & OutboxStorage
+
+    /// The access to `id` in `storage`, for one lease.
+    public init(_ id: CredentialID, in storage: any CredentialStorage & OutboxStorage) {
+        self.id = id
+        self.storage = storage
+        self.scope = LeaseScope(lease: id)
+    }
+
+    public func credential() async throws(StorageError) -> StoredCredential? {
+        try scope.check()
+        return try await storage.credential(for: id)
+    }
+
+    public func update(_ credential: StoredCredential) async throws(StorageError) {
+        try scope.check(id, is: credential.id)
+        try await storage.update(credential)
+    }
+
+    public func delete() async throws(StorageError) -> StorageDeletion {
+        try scope.check()
+        return try await storage.delete(id)
+    }
+
+    public func delete(ifVersion version: Int) async throws(StorageError) -> StorageDeletion? {
+        try scope.check()
+        return try await storage.delete(id, ifVersion: version)
+    }
+
+    /// The holder reaches the outbox: the same storage.
+    public func enqueue(_ entries: [OutboxEntry], limit: Int) async throws(StorageError) -> Bool {
+        try scope.check()
+        try await storage.enqueue(entries, limit: limit)
+        return true
+    }
+}
+
+/// The entries a backend's claim hands its drainer, scoped to the claim's body: what it
+/// claimed and opened, what it found damaged, the backlog, and how it writes outcomes. Every
+/// backend hands it; end its ``scope`` when the body returns.
+public struct OutboxClaimAccess: ClaimedOutboxEntries {
+    public let entries: [OutboxEntry]
+    public let damaged: [DamagedRecord]
+    public let backlog: OutboxBacklog
+    /// Ended by the backend when the body returns.
+    public let scope = LeaseScope("a claim of the outbox")
+    private let write: @Sendable ([UUID], [OutboxEntry]) async throws(StorageError) -> Void
+
+    /// A claim of `entries` whose outcomes `write` records (the claim's own entries only).
+    public init(
+        entries: [OutboxEntry], damaged: [DamagedRecord], backlog: OutboxBacklog,
+        settle write: @escaping @Sendable ([UUID], [OutboxEntry]) async throws(StorageError) -> Void
+    ) {
+        self.entries = entries
+        self.damaged = damaged
+        self.backlog = backlog
+        self.write = write
+    }
+
+    public func settle(removing removed: [UUID], updating updated: [OutboxEntry]) async throws(StorageError) {
+        try scope.check()
+        try await write(removed, updated)
+    }
+}

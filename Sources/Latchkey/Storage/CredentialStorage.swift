@@ -41,6 +41,12 @@ public protocol CredentialStorage: Sendable {
     /// Deletes a credential and, in the same atomic step, clears the default if it pointed to it.
     func delete(_ id: CredentialID) async throws(StorageError) -> StorageDeletion
 
+    /// Deletes a credential only if the stored record still has `version` (a compare-and-swap
+    /// delete), clearing the default as ``delete(_:)`` does; `nil` when the record changed, and
+    /// nothing was deleted. By default a read and a delete, which is one step only under the
+    /// credential's lease (where the store calls it); the shipped backends delete in one statement.
+    func delete(_ id: CredentialID, ifVersion version: Int) async throws(StorageError) -> StorageDeletion?
+
     /// The identifier of the default credential, if one is set.
     func defaultCredentialID() async throws(StorageError) -> CredentialID?
 
@@ -205,6 +211,14 @@ public struct StorageDeletion: Sendable, Hashable {
 }
 
 extension CredentialStorage {
+    public func delete(_ id: CredentialID, ifVersion version: Int) async throws(StorageError) -> StorageDeletion? {
+        guard let stored = try await credential(for: id) else {
+            return StorageDeletion(deleted: false, clearedDefault: false)
+        }
+        guard stored.version == version else { return nil }
+        return try await delete(id)
+    }
+
     /// Reads the credentials one by one, in the order of `ids`.
     public func credentials(ids: [CredentialID]) async throws(StorageError) -> [StoredCredential] {
         var found: [StoredCredential] = []

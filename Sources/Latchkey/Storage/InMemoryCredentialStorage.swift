@@ -80,7 +80,7 @@ public actor InMemoryCredentialStorage: CredentialStorage, OutboxStorage, DPoPNo
         return StorageDeletion(deleted: true, clearedDefault: wasDefault)
     }
 
-    func delete(_ id: CredentialID, ifVersion version: Int) throws(StorageError) -> StorageDeletion? {
+    public func delete(_ id: CredentialID, ifVersion version: Int) throws(StorageError) -> StorageDeletion? {
         if let stored = credentials[id], stored.version != version { return nil }
         return try delete(id)
     }
@@ -101,7 +101,7 @@ public actor InMemoryCredentialStorage: CredentialStorage, OutboxStorage, DPoPNo
         for id: CredentialID, terms: LeaseTerms, _ body: @Sendable (any LeasedCredentialAccess) async -> Result
     ) async throws(StorageError) -> Result {
         try await acquire(id)
-        let access = InMemoryLeaseAccess(storage: self, scope: LeaseScope(lease: id), id: id)
+        let access = StorageLeaseAccess(id, in: self)
         let result = await body(access)
         access.scope.end()
         release(id)
@@ -177,9 +177,11 @@ public actor InMemoryCredentialStorage: CredentialStorage, OutboxStorage, DPoPNo
         }
         let selection = OutboxClaimSelection(rows, request: request, now: terms.clock.date)
         for id in selection.claimed { claims[id] = holder }
-        let access = InMemoryClaim(
-            storage: self, holder: holder, scope: LeaseScope("a claim of the outbox"),
-            entries: selection.claimed.compactMap { outbox[$0] }, backlog: selection.backlog)
+        let access = OutboxClaimAccess(
+            entries: selection.claimed.compactMap { outbox[$0] }, damaged: [], backlog: selection.backlog
+        ) { removed, updated async throws(StorageError) in
+            await self.settle(removing: removed, updating: updated, holder: holder)
+        }
         let result = await body(access)
         access.scope.end()
         for (id, claimant) in claims where claimant == holder { claims[id] = nil }
@@ -221,52 +223,4 @@ public actor InMemoryCredentialStorage: CredentialStorage, OutboxStorage, DPoPNo
 private struct LeaseWaiter {
     let ticket: UUID
     let continuation: CheckedContinuation<Bool, Never>
-}
-
-/// A lease holder's access to the one credential of its lease, while its body runs.
-private struct InMemoryLeaseAccess: LeasedCredentialAccess {
-    let storage: InMemoryCredentialStorage
-    let scope: LeaseScope
-    let id: CredentialID
-
-    func credential() async throws(StorageError) -> StoredCredential? {
-        try scope.check()
-        return try await storage.credential(for: id)
-    }
-
-    func update(_ credential: StoredCredential) async throws(StorageError) {
-        try scope.check(id, is: credential.id)
-        try await storage.update(credential)
-    }
-
-    func delete() async throws(StorageError) -> StorageDeletion {
-        try scope.check()
-        return try await storage.delete(id)
-    }
-
-    func delete(ifVersion version: Int) async throws(StorageError) -> StorageDeletion? {
-        try scope.check()
-        return try await storage.delete(id, ifVersion: version)
-    }
-
-    func enqueue(_ entries: [OutboxEntry], limit: Int) async throws(StorageError) -> Bool {
-        try scope.check()
-        try await storage.enqueue(entries, limit: limit)
-        return true
-    }
-}
-
-/// A drainer's claimed entries, while its body runs.
-private struct InMemoryClaim: ClaimedOutboxEntries {
-    let storage: InMemoryCredentialStorage
-    let holder: UUID
-    let scope: LeaseScope
-    let entries: [OutboxEntry]
-    var damaged: [DamagedRecord] { [] }
-    let backlog: OutboxBacklog
-
-    func settle(removing removed: [UUID], updating updated: [OutboxEntry]) async throws(StorageError) {
-        try scope.check()
-        await storage.settle(removing: removed, updating: updated, holder: holder)
-    }
 }

@@ -8,15 +8,7 @@ struct Accounts: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "List the accounts signed in on this device.")
     @OptionGroup var global: GlobalOptions
 
-    struct Row: Encodable {
-        var id: String
-        var provider: String?
-        var username: String?
-        var email: String?
-        var isDefault: Bool
-        var accessTokenExpiresAt: Date?
-        var hasRefreshToken: Bool
-    }
+    typealias Row = AccountRow
 
     struct DamagedRow: Encodable {
         var id: String
@@ -35,13 +27,7 @@ struct Accounts: AsyncParsableCommand {
             throw CLIError.failed("The credential store cannot be read: \(error)")
         }
         let current = try await session.defaultAccountIDForListing()
-        let rows = all.map { account in
-            Row(
-                id: account.id.rawValue, provider: session.providerName(of: account),
-                username: account.metadata.preferredUsername, email: account.metadata.email,
-                isDefault: account.id == current, accessTokenExpiresAt: account.accessTokenExpiresAt,
-                hasRefreshToken: account.hasRefreshToken)
-        }
+        let rows = all.map { AccountRow($0, in: session, default: current) }
         let damagedRows = damaged.map { DamagedRow(id: $0.id, reason: $0.reason) }
         if global.json {
             if damagedRows.isEmpty {

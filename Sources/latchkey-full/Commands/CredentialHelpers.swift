@@ -3,12 +3,6 @@ import Foundation
 import Latchkey
 import LatchkeyCommandLine
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// `latchkey credential …`: tokens handed to the tools people already run.
 struct CredentialCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -5,12 +5,6 @@ import Latchkey
 import LatchkeyCommandLine
 import LatchkeySQLite
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 extension KeyCommand {
     /// `latchkey key move --to keyring | --to file FILE [--passphrase]`: keeps the store's key
     /// somewhere else from now on, and removes it from where it was (the key file beside the

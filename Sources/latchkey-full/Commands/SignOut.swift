@@ -3,12 +3,6 @@ import Foundation
 import Latchkey
 import LatchkeyCommandLine
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// `latchkey signout`.
 struct SignOut: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -15,19 +15,28 @@ struct Status: AsyncParsableCommand {
     @Flag(help: "Ask the provider whether each account's tokens still work (userinfo; the session for journeys).")
     var check = false
 
+    /// An account as `accounts` lists it, and what `status` adds.
     struct Row: Encodable {
-        var id: String
-        var provider: String?
-        var username: String?
-        var email: String?
-        var isDefault: Bool
+        var account: AccountRow
         var accessTokenValid: Bool
-        var accessTokenExpiresAt: Date?
-        var hasRefreshToken: Bool
         var needsSignIn: Bool
         /// What --check found: `ok`, `sign-in-required`, or why it could not tell.
         var checked: String?
         var queuedRevocations: Int
+
+        enum CodingKeys: String, CodingKey {
+            case accessTokenValid, needsSignIn, checked, queuedRevocations
+        }
+
+        /// The account's fields, then these, in one object.
+        func encode(to encoder: any Encoder) throws {
+            try account.encode(to: encoder)
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(accessTokenValid, forKey: .accessTokenValid)
+            try container.encode(needsSignIn, forKey: .needsSignIn)
+            try container.encodeIfPresent(checked, forKey: .checked)
+            try container.encode(queuedRevocations, forKey: .queuedRevocations)
+        }
     }
 
     struct Report: Encodable {
@@ -58,11 +67,8 @@ struct Status: AsyncParsableCommand {
         for account in accounts {
             let name = account.metadata.displayName
             var row = Row(
-                id: account.id.rawValue, provider: session.providerName(of: account),
-                username: account.metadata.preferredUsername, email: account.metadata.email,
-                isDefault: account.id == current,
+                account: AccountRow(account, in: session, default: current),
                 accessTokenValid: account.hasAccessToken && (account.accessTokenExpiresAt.map { $0 > now } ?? true),
-                accessTokenExpiresAt: account.accessTokenExpiresAt, hasRefreshToken: account.hasRefreshToken,
                 needsSignIn: account.needsSignIn,
                 queuedRevocations: entries.filter { $0.account != nil && $0.account == name }.count)
             if check { row.checked = await Self.check(account, in: session, row: &row) }
@@ -95,7 +101,7 @@ struct Status: AsyncParsableCommand {
             _ = try await credential.userInfo()
             let refreshed = try await credential.token
             row.accessTokenValid = true
-            row.accessTokenExpiresAt = refreshed.expiresAt
+            row.account.accessTokenExpiresAt = refreshed.expiresAt
             return "ok"
         } catch let error as ProviderError where error.requiresSignIn {
             row.needsSignIn = true
@@ -108,15 +114,17 @@ struct Status: AsyncParsableCommand {
     private func render(_ rows: [Row], _ outbox: OutboxState) {
         if rows.isEmpty { Output.line("No accounts. Sign in with `latchkey login`.") }
         for row in rows {
-            let name = row.username ?? row.email ?? row.id
-            Output.line("\(row.isDefault ? "*" : " ") \(name) (\(row.provider ?? "unknown provider"), \(row.id))")
-            let expiry = row.accessTokenExpiresAt.map { $0.formatted(.iso8601) }
+            let account = row.account
+            let name = account.username ?? account.email ?? account.id
+            Output.line(
+                "\(account.isDefault ? "*" : " ") \(name) (\(account.provider ?? "unknown provider"), \(account.id))")
+            let expiry = account.accessTokenExpiresAt.map { $0.formatted(.iso8601) }
             if row.accessTokenValid {
                 Output.line("    access token: valid\(expiry.map { " until \($0)" } ?? "")")
             } else {
                 Output.line("    access token: \(expiry.map { "expired at \($0)" } ?? "none")")
             }
-            Output.line("    refresh token: \(row.hasRefreshToken ? "held" : "none")")
+            Output.line("    refresh token: \(account.hasRefreshToken ? "held" : "none")")
             if row.needsSignIn {
                 Output.line(mark: false, "must sign in again: `latchkey login`")
             } else if let checked = row.checked {

@@ -2,12 +2,6 @@ import Foundation
 import Latchkey
 import LatchkeyCommandLine
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// Answers a journey's pages for `latchkey login`: the name and password from the command line
 /// when given; on a terminal, a prompt for each callback (the password hidden, a choice as a
 /// numbered list with its default); elsewhere a callback's default. A callback nobody can

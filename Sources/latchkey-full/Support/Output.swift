@@ -3,12 +3,6 @@ import Foundation
 import Latchkey
 import LatchkeyCommandLine
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 extension CLIError {
     /// The tool's error for a provider failure: exit 4 when the account must sign in again.
     static func provider(_ error: ProviderError, doing what: String) -> CLIError {

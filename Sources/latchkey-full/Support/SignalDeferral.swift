@@ -3,12 +3,6 @@ import Latchkey
 import LatchkeyCommandLine
 import NIOConcurrencyHelpers
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// SIGINT, SIGTERM and SIGHUP wait while a refresh answer is on its way: the provider may have
 /// rotated the refresh token already, and a process that ends before the answer is stored loses
 /// it (the next refresh would be a replay, which ends the grant). Once the answer is stored, the

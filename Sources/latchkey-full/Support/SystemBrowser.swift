@@ -1,11 +1,5 @@
 import Foundation
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// Opens a URL in the user's browser: `$BROWSER` (a `:`-separated list of commands, each given
 /// the URL, or with `%s` standing for it), else `xdg-open` on Linux and `open` on macOS. The
 /// browser is started and left running; nothing waits for it.

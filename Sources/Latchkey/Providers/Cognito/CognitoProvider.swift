@@ -206,13 +206,7 @@ public actor CognitoProvider: IdentityProvider {
         guard let url = URL(string: text) else {
             throw ProviderError(.insecureEndpoint, endpoint: .jwks, reason: "The JWKS URL is not valid.")
         }
-        let wire = self.wire
-        let document = try await documents.document(
-            .jwks, at: url, now: clock.date, lifetime: OpenIDProvider.keySetLifetime, newerThan: newerThan
-        ) { () async throws(ProviderError) in try await wire.exchange(.get(.jwks, url)) }
-        return JWKSCache.Fetched(
-            set: try KeySet.decode(document.body, logger: logger), fetchedAt: document.fetchedAt,
-            expiresAt: document.expiresAt)
+        return try await documents.keySet(at: url, now: clock.date, newerThan: newerThan, through: wire)
     }
 
     // MARK: Revocation, user, sign-out

@@ -11,7 +11,7 @@ package import Logging
 /// (a storage failure is logged and never fails a request), documents are fetched as before,
 /// once per process.
 package final class ProviderDocuments: Sendable {
-    private let logger: Logger
+    let logger: Logger
 
     package init(logger: Logger) {
         self.logger = logger
@@ -49,6 +49,21 @@ package final class ProviderDocuments: Sendable {
             }
         }
         return document
+    }
+}
+
+extension ProviderDocuments {
+    /// The key set at `url`, as ``document(_:at:now:lifetime:newerThan:fetch:)`` keeps it, read
+    /// key by key (``KeySet``): what every provider's ID-token checks are given.
+    func keySet(at url: URL, now: Date, newerThan: Date?, through wire: ProviderWire) async throws(ProviderError)
+        -> JWKSCache.Fetched
+    {
+        let document = try await document(
+            .jwks, at: url, now: now, lifetime: OpenIDProvider.keySetLifetime, newerThan: newerThan
+        ) { () async throws(ProviderError) in try await wire.exchange(.get(.jwks, url)) }
+        return JWKSCache.Fetched(
+            set: try KeySet.decode(document.body, logger: logger), fetchedAt: document.fetchedAt,
+            expiresAt: document.expiresAt)
     }
 }
 

@@ -201,14 +201,7 @@ public actor OpenIDProvider: IdentityProvider {
     /// The key set: the store's copy while it is valid (and newer than `newerThan`), else
     /// fetched and kept there.
     private func fetchJWKS(newerThan: Date?) async throws(ProviderError) -> JWKSCache.Fetched {
-        let url = try await endpoint(.jwks)
-        let wire = self.wire
-        let document = try await documents.document(
-            .jwks, at: url, now: now(), lifetime: Self.keySetLifetime, newerThan: newerThan
-        ) { () async throws(ProviderError) in try await wire.exchange(.get(.jwks, url)) }
-        return JWKSCache.Fetched(
-            set: try KeySet.decode(document.body, logger: logger), fetchedAt: document.fetchedAt,
-            expiresAt: document.expiresAt)
+        try await documents.keySet(at: try await endpoint(.jwks), now: now(), newerThan: newerThan, through: wire)
     }
 
     /// Verifies a back-channel logout token from this provider for this client, with the key

@@ -152,4 +152,25 @@ package struct SealedCredential: Sendable, Hashable {
         guard case .success(let credential) = open(with: sealer, versionBound: false) else { return nil }
         return try SealedCredential(credential, sealer: sealer)
     }
+
+    /// The tags versions before the state columns kept Latchkey's state in.
+    package static let legacyStateTags = (
+        needsSignIn: "latchkey.needs-sign-in", rejected: "latchkey.rejected-access-token"
+    )
+
+    /// The record with the state earlier versions kept in its tags moved into the state's own
+    /// fields, sealed again (its metadata changes), for the schema upgrade that made the columns;
+    /// `nil` when it keeps no state in its tags, or does not open (it stays as it is, reported as
+    /// damaged).
+    package func movingStateOutOfTags(with sealer: Sealer) throws(StorageError) -> SealedCredential? {
+        guard case .success(var credential) = open(with: sealer, versionBound: false) else { return nil }
+        let tags = credential.metadata.tags
+        let legacy = Self.legacyStateTags
+        guard tags[legacy.needsSignIn] != nil || tags[legacy.rejected] != nil else { return nil }
+        credential.state = CredentialState(
+            needsSignIn: tags[legacy.needsSignIn] != nil, rejectedAccessToken: tags[legacy.rejected])
+        credential.metadata.tags[legacy.needsSignIn] = nil
+        credential.metadata.tags[legacy.rejected] = nil
+        return try SealedCredential(credential, sealer: sealer)
+    }
 }

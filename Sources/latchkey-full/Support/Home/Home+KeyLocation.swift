@@ -4,12 +4,6 @@ import Latchkey
 import LatchkeyCommandLine
 import NIOConcurrencyHelpers
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 extension Home {
     var keyLocationFile: URL { location.keyLocationFile }
 

@@ -10,12 +10,6 @@ import Logging
 import NIOConcurrencyHelpers
 import SystemPackage
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 extension Home {
     // MARK: Providers
 

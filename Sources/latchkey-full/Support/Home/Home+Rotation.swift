@@ -4,12 +4,6 @@ import LatchkeyCommandLine
 import Logging
 import SystemPackage
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// The provider list's part in `latchkey key rotate`: its client secrets are sealed under the
 /// store's key, so they change key with the store, all or nothing. The rotation writes the list
 /// sealed under the new key to `providers.json.next` before the store is sealed again, and puts

@@ -10,12 +10,6 @@ import Logging
 import NIOConcurrencyHelpers
 import SystemPackage
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 extension Home {
     /// Diagnostics on standard error at the level `LATCHKEY_LOG` names (`debug`, `trace`, …);
     /// nothing when it is unset. Token values never reach a log line.

@@ -1,0 +1,27 @@
+public import Foundation
+
+/// The claims of a JWT whose signature and checks passed (an ID token, a logout token): every
+/// claim as it came, and the registered ones by name.
+public protocol VerifiedClaims: Sendable {
+    /// Every claim, as it came.
+    var all: [String: JSONValue] { get }
+}
+
+extension VerifiedClaims {
+    /// `iss`.
+    public var issuer: String? { all["iss"]?.stringValue }
+    /// `sub`.
+    public var subject: String? { all["sub"]?.stringValue }
+    /// `sid`, the provider's session id.
+    public var sessionID: String? { all["sid"]?.stringValue }
+    /// `jti`.
+    public var id: String? { all["jti"]?.stringValue }
+    /// `nonce`.
+    public var nonce: String? { all["nonce"]?.stringValue }
+    /// `iat`.
+    public var issuedAt: Date? { date("iat") }
+    /// `exp`, when the token has one.
+    public var expiresAt: Date? { date("exp") }
+
+    private func date(_ name: String) -> Date? { all[name]?.doubleValue.map(Date.init(timeIntervalSince1970:)) }
+}
