@@ -22,7 +22,14 @@ package struct HomeLocation: Sendable {
     /// `--passphrase-fd`: where the passphrase of a passphrase-sealed key file comes from.
     package let passphraseDescriptor: Int32?
 
-    /// `--home`, else `$LATCHKEY_HOME`, else `$XDG_CONFIG_HOME/latchkey`, else `~/.config/latchkey`.
+    /// The environment variables a home's location is read from (a caller that reads the
+    /// environment variable by variable passes these).
+    package static let variables = [
+        "LATCHKEY_DATABASE_URL", "LATCHKEY_HOME", "XDG_CONFIG_HOME", "HOME", "LATCHKEY_KEY_FILE",
+    ]
+
+    /// `--home`, else `$LATCHKEY_HOME`, else `$XDG_CONFIG_HOME/latchkey`, else
+    /// `$HOME/.config/latchkey`, else the user database's home (no `HOME` set) `/.config/latchkey`.
     /// The key: `--key-fd`, else `--key-file`, else `$LATCHKEY_KEY_FILE`, else the home's.
     package init(
         explicit: String?, keyFile: String? = nil, keyDescriptor: Int32? = nil, store: String? = nil,
@@ -37,6 +44,10 @@ package struct HomeLocation: Sendable {
             folder = URL(fileURLWithPath: home)
         } else if let config = nonEmpty("XDG_CONFIG_HOME") {
             folder = URL(fileURLWithPath: config).appendingPathComponent("latchkey")
+        } else if let home = nonEmpty("HOME") {
+            // As the XDG base directories are defined; the user database (which reading costs
+            // a look at nsswitch.conf and passwd) only when there is no HOME.
+            folder = URL(fileURLWithPath: home).appendingPathComponent(".config/latchkey")
         } else {
             folder = FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".config/latchkey")
         }

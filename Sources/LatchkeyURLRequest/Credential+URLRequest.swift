@@ -23,6 +23,9 @@ extension Credential {
             request.setValue("Bearer \(presented.accessToken)", forHTTPHeaderField: "Authorization")
             return request
         }
+        guard EndpointSecurity.isRequestTarget(url) else {
+            throw .unusableURL(url, endpoint: nil, named: "the request's URL")
+        }
         let proved = try await presented.authorize(HTTPRequest(method: method, url: url))
         var request = request
         for field in proved.headerFields { request.setValue(field.value, forHTTPHeaderField: field.name.rawName) }

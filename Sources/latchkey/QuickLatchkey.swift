@@ -14,7 +14,12 @@ enum QuickLatchkey {
     static func main() {
         ProcessHardening.disableCoreDumps()
         let arguments = CommandLine.arguments
-        let environment = ProcessInfo.processInfo.environment
+        // The few variables the quick answers read, each on its own: the whole environment as a
+        // dictionary costs more than the rest of `main`'s own work.
+        var environment: [String: String] = [:]
+        for name in HomeLocation.variables + ["LATCHKEY_LOG", "KUBERNETES_EXEC_INFO"] {
+            if let value = getenv(name) { environment[name] = String(cString: value) }
+        }
         var input: [UInt8]? = nil
         // Diagnostics are the full tool's: it logs what it does.
         if environment["LATCHKEY_LOG"].map(\.isEmpty) ?? true,

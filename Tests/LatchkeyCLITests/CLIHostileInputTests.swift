@@ -20,6 +20,35 @@ struct CLIHostileInputTests: DevProviderCLITest {
         }
     }
 
+    @Test(
+        "a provider's relative or scheme-less endpoints, and such URLs given on the command line, end with a message, not a crash"
+    )
+    func unusableURLs() async throws {
+        var configuration = DevProviderConfiguration.default
+        configuration.documentMaxAge = 0
+        try await withDevices(configuration) { dev, a, _ in
+            dev.faults.set(
+                DevProviderFault(replacedFields: ["token_endpoint": #""not a url""#, "jwks_uri": #""jwks""#]),
+                for: .discovery)
+            let login = try await login(a, "alice")
+            #expect(login.status == 1, "\(login.stderr)")
+            #expect(login.stderr.contains("token_endpoint"), "\(login.stderr)")
+            #expect(!login.stderr.contains("Fatal error"))
+            dev.faults.clear()
+            #expect(try await self.login(a, "alice").status == 0)
+            let proof = try await a.run("proof", "GET", "//op.example/x")
+            #expect(proof.status == 2, "\(proof.stderr)")
+            #expect(proof.stderr.contains("https URL"))
+            let api = try await a.run("api", "not a url")
+            #expect(api.status == 2, "\(api.stderr)")
+            let endpoint = try await a.run(
+                "provider", "add", "other", "--issuer", dev.issuer.absoluteString, "--client-id", "latchkey-cli",
+                "--endpoint", "token=//op.example/token")
+            #expect(endpoint.status == 2, "\(endpoint.stderr)")
+            #expect(endpoint.stderr.contains("absolute http(s) URL"), "\(endpoint.stderr)")
+        }
+    }
+
     @Test("a name with control characters and line breaks is escaped: one account, one line")
     func controlCharacters() async throws {
         var configuration = DevProviderConfiguration.default

@@ -26,6 +26,42 @@ struct HostileInputTests {
         }
     }
 
+    @Test("metadata endpoints that are relative or scheme-less are typed errors naming the field, never a trap")
+    func unusableEndpoints() async throws {
+        var configuration = DevProviderConfiguration.default
+        configuration.documentMaxAge = 0
+        try await withHarness(.dev, devConfiguration: configuration) { harness in
+            let dev = try #require(harness.dev)
+            let signedIn = try await harness.provider.signIn(
+                .password(username: "alice", password: "alice-password"), into: harness.store)
+            dev.faults.set(
+                DevProviderFault(replacedFields: [
+                    "jwks_uri": #""jwks""#, "token_endpoint": #""not a url""#, "revocation_endpoint": #""revoke""#,
+                    "userinfo_endpoint": #""//op.example/userinfo""#,
+                ]), for: .discovery)
+            // A provider object of its own: what a new process starts with.
+            let fresh = OpenIDProvider(configuration: harness.provider.configuration, transport: transport)
+            for (kind, field) in [
+                (EndpointKind.jwks, "jwks_uri"), (.token, "token_endpoint"), (.revocation, "revocation_endpoint"),
+                (.userinfo, "userinfo_endpoint"),
+            ] {
+                let error = await #expect(throws: ProviderError.self) { _ = try await fresh.endpoint(kind) }
+                #expect(error?.code == .invalidEndpoint)
+                #expect(error?.description.contains(field) == true, "\(error.map(String.init(describing:)) ?? "")")
+            }
+            let credential = await harness.store.credential(signedIn.id, provider: fresh)
+            let refresh = await #expect(throws: ProviderError.self) { _ = try await credential.refresh() }
+            #expect(refresh?.code == .invalidEndpoint)
+            let userinfo = await #expect(throws: ProviderError.self) { _ = try await credential.userInfo() }
+            #expect(userinfo?.code == .invalidEndpoint)
+            // The tokens were never spent: still there, still good once the provider is fixed.
+            #expect(try await credential.token == (try await signedIn.token))
+            dev.faults.clear()
+            let fixed = OpenIDProvider(configuration: harness.provider.configuration, transport: transport)
+            #expect(try await harness.store.credential(signedIn.id, provider: fixed).refresh().accessToken != nil)
+        }
+    }
+
     @Test("a stray request to the redirect listener gets a 400 and does not end the sign-in")
     func strayRedirect() async throws {
         try await withHarness(.dev) { harness in

@@ -9,7 +9,7 @@ public struct ProviderError: Error, Sendable, CustomStringConvertible {
         private enum Base: String, Sendable, Hashable {
             case oauth, httpStatus, transport, invalidResponse, insecureEndpoint, missingEndpoint, idTokenRejected,
                 stateMismatch, timedOut, signInRequired, storage, unsupported, cancelled, dpopKeyUnavailable,
-                invalidArgument, noProviderRegistered
+                invalidArgument, noProviderRegistered, invalidEndpoint
         }
 
         private let base: Base
@@ -49,6 +49,9 @@ public struct ProviderError: Error, Sendable, CustomStringConvertible {
         /// No provider is registered with the store for the credential's or outbox entry's
         /// issuer and client (``CredentialStore/register(_:)``); nothing was sent.
         public static let noProviderRegistered = Code(base: .noProviderRegistered)
+        /// An endpoint's URL (from the provider's metadata, the configuration or the caller) is
+        /// not one a request can go to: relative, or without a scheme or host; nothing was sent.
+        public static let invalidEndpoint = Code(base: .invalidEndpoint)
 
         public var description: String { base.rawValue }
     }

@@ -6,11 +6,25 @@
 
 /// Where Latchkey sends tokens: https everywhere, plain http only to the loopback interface.
 public enum EndpointSecurity {
-    /// Whether `url` is an acceptable endpoint.
+    /// Whether `url` is an acceptable endpoint: one a request can go to, https, or http to the
+    /// loopback interface.
     public static func isAcceptable(_ url: URL) -> Bool {
-        guard let scheme = url.scheme?.lowercased(), let host = url.host else { return false }
+        guard isRequestTarget(url), let scheme = url.scheme?.lowercased(), let host = url.host else { return false }
         if scheme == "https" { return true }
         return scheme == "http" && isLoopback(host: host)
+    }
+
+    /// Whether a request can be sent to `url` at all: an absolute http or https URL with a host,
+    /// which the URL parser gives back in one piece. A relative or scheme-less URL (`jwks`,
+    /// `//host/x`, `not a url`) is not: HTTP request types trap on one, so every URL that comes
+    /// from outside is checked with this before it becomes a request.
+    public static func isRequestTarget(_ url: URL) -> Bool {
+        guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            let host = url.host, !host.isEmpty,
+            let components = URLComponents(url: url, resolvingAgainstBaseURL: true),
+            components.scheme != nil, components.host != nil, components.string != nil
+        else { return false }
+        return true
     }
 
     /// Whether `host` names the loopback interface: `localhost`, an address in 127.0.0.0/8, or

@@ -144,8 +144,13 @@ struct ProofCommand: AsyncParsableCommand {
     @Option(help: "Use a token for this resource alone (RFC 8707).") var resource: String?
 
     func run() async throws {
-        guard let target = URL(string: url), target.host != nil, let method = HTTPRequest.Method(method.uppercased())
-        else { throw CLIError.input("Give a method and an http(s) URL: \(method) \(url)") }
+        guard let target = URL(string: url), EndpointSecurity.isAcceptable(target),
+            let method = HTTPRequest.Method(method.uppercased())
+        else {
+            throw CLIError.input(
+                "Give a method and an https URL (plain http to this machine only): \(Output.safe(method)) \(Output.safe(url))"
+            )
+        }
         let context = try await global.account(account)
         guard context.stored.token.dpop != nil else {
             throw CLIError.input(

@@ -149,9 +149,12 @@ struct ProviderCommand: AsyncParsableCommand {
             }
             for endpoint in endpoints {
                 let parts = endpoint.split(separator: "=", maxSplits: 1).map(String.init)
-                guard parts.count == 2, EndpointKind(rawValue: parts[0]) != nil, URL(string: parts[1])?.host != nil
+                guard parts.count == 2, EndpointKind(rawValue: parts[0]) != nil, let url = URL(string: parts[1]),
+                    EndpointSecurity.isRequestTarget(url)
                 else {
-                    throw ValidationError("--endpoint takes KIND=URL with a known KIND: \(endpoint)")
+                    throw ValidationError(
+                        "--endpoint takes KIND=URL with a known KIND and an absolute http(s) URL: \(Output.safe(endpoint))"
+                    )
                 }
             }
         }

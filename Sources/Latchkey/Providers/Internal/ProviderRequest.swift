@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 import HTTPTypes
 
 /// One request to a provider, described once, whatever the provider: the endpoint it goes to,
@@ -31,8 +31,10 @@ struct ProviderRequest: Sendable {
     }
 
     /// A `GET`, with a bearer token when given.
-    static func get(_ endpoint: EndpointKind, _ url: URL, bearer: String? = nil, secrets: [String] = []) -> Self {
-        var http = HTTPRequest(method: .get, url: url)
+    static func get(_ endpoint: EndpointKind, _ url: URL, bearer: String? = nil, secrets: [String] = [])
+        throws(ProviderError) -> Self
+    {
+        var http = try HTTPRequest.checked(.get, url, endpoint: endpoint)
         http.headerFields[.accept] = "application/json"
         if let bearer { http.headerFields[.authorization] = "Bearer \(bearer)" }
         return ProviderRequest(endpoint, http, secrets: secrets + [bearer].compactMap { $0 })
@@ -43,11 +45,11 @@ struct ProviderRequest: Sendable {
     static func form(
         _ endpoint: EndpointKind, _ url: URL, _ fields: [(String, String)], clientID: String,
         authentication: ClientAuthentication?, bearer: String? = nil, secrets: [String] = []
-    ) -> Self {
+    ) throws(ProviderError) -> Self {
         var fields = fields
         var headers: [(String, String)] = []
         authentication?.apply(clientID: clientID, form: &fields, headers: &headers)
-        var http = HTTPRequest(method: .post, url: url)
+        var http = try HTTPRequest.checked(.post, url, endpoint: endpoint)
         http.headerFields[.accept] = "application/json"
         http.headerFields[.contentType] = "application/x-www-form-urlencoded"
         for (name, value) in headers {
@@ -65,7 +67,7 @@ struct ProviderRequest: Sendable {
         _ endpoint: EndpointKind, _ url: URL, _ body: JSONValue?, contentType: String = "application/json",
         headers: [HTTPField.Name: String] = [:], secrets: [String] = [], operation: String? = nil
     ) throws(ProviderError) -> Self {
-        var http = HTTPRequest(method: .post, url: url)
+        var http = try HTTPRequest.checked(.post, url, endpoint: endpoint)
         http.headerFields[.accept] = "application/json"
         http.headerFields[.contentType] = contentType
         for (name, value) in headers { http.headerFields[name] = value }
@@ -76,5 +78,26 @@ struct ProviderRequest: Sendable {
             throw ProviderError(.invalidResponse, endpoint: endpoint, reason: "The request could not be encoded.")
         }
         return ProviderRequest(endpoint, http, body: data, secrets: secrets, operation: operation)
+    }
+}
+
+extension HTTPRequest {
+    /// A request to `url`, which must be one a request can go to (``EndpointSecurity/isRequestTarget(_:)``):
+    /// a URL from a provider's metadata, the configuration or the command line that is relative
+    /// or has no scheme is a typed error naming it, never a trap.
+    static func checked(_ method: Method, _ url: URL, endpoint: EndpointKind?) throws(ProviderError) -> Self {
+        guard EndpointSecurity.isRequestTarget(url) else { throw .unusableURL(url, endpoint: endpoint) }
+        return HTTPRequest(method: method, url: url)
+    }
+}
+
+extension ProviderError {
+    /// A URL no request can be sent to.
+    package static func unusableURL(_ url: URL, endpoint: EndpointKind?, named name: String? = nil) -> ProviderError {
+        let text = url.absoluteString.count > 200 ? String(url.absoluteString.prefix(200)) + "…" : url.absoluteString
+        let what = name.map { "\($0) " } ?? endpoint.map { "the \($0) endpoint " } ?? ""
+        return ProviderError(
+            .invalidEndpoint, endpoint: endpoint,
+            reason: "\(what)\"\(text)\" is not an absolute http(s) URL with a host; nothing was sent.")
     }
 }

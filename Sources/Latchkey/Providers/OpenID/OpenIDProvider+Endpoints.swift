@@ -35,7 +35,7 @@ extension OpenIDProvider {
         guard let accessToken = token.accessToken else {
             throw ProviderError(.unsupported, endpoint: .userinfo, reason: "The credential has no access token.")
         }
-        var request = ProviderRequest.get(.userinfo, try await endpoint(.userinfo), bearer: accessToken)
+        var request = try ProviderRequest.get(.userinfo, try await endpoint(.userinfo), bearer: accessToken)
         if token.tokenType.lowercased() == "dpop" { request.proof = try proof(for: token, carrying: accessToken) }
         return try await wire.json(request)
     }
@@ -61,7 +61,7 @@ extension OpenIDProvider {
             throw ProviderError(
                 .unsupported, endpoint: .globalSignOut, reason: "The provider has no global sign-out endpoint.")
         }
-        var request = ProviderRequest.form(
+        var request = try ProviderRequest.form(
             .globalSignOut, url, [], clientID: configuration.clientID, authentication: nil, bearer: accessToken)
         if token.tokenType.lowercased() == "dpop" { request.proof = try proof(for: token, carrying: accessToken) }
         _ = try await wire.exchange(request)
@@ -98,7 +98,8 @@ extension OpenIDProvider {
             throw ProviderError(.invalidResponse, endpoint: .endSession, reason: "The end-session URL is not valid.")
         }
         let request = ProviderRequest(
-            .endSession, HTTPRequest(method: .get, url: url), secrets: [idToken].compactMap { $0 })
+            .endSession, try HTTPRequest.checked(.get, url, endpoint: .endSession), secrets: [idToken].compactMap { $0 }
+        )
         let answer = try await wire.send(request)
         switch answer.response.status.code {
         case 200..<300: return nil

@@ -12,7 +12,7 @@ extension OpenIDProvider {
         _ form: [(String, String)], nonce: String? = nil, previous: Token? = nil, verifyingIDToken: Bool = true,
         proofKey: DPoPKey? = nil
     ) async throws(ProviderError) -> Token {
-        var request = ProviderRequest.form(
+        var request = try ProviderRequest.form(
             .token, try await endpoint(.token), form, clientID: configuration.clientID,
             authentication: configuration.authentication(for: .token), secrets: form.map(\.1))
         if let previous {

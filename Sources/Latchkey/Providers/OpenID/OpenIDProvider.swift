@@ -88,7 +88,9 @@ public actor OpenIDProvider: IdentityProvider {
     /// from the RFC 8414 metadata (read only when the first lacks it).
     public func endpoint(_ kind: EndpointKind) async throws(ProviderError) -> URL {
         if let configured = configuration.endpoints[kind] { return configured }
-        if let url = try await metadata().endpoints[kind] { return url }
+        let metadata = try await metadata()
+        if let url = metadata.endpoints[kind] { return url }
+        if let unusable = metadata.unusable(kind) { throw unusable }
         let added = try await supplement.value { await self.fetchSupplement() }
         if let url = added[kind] { return url }
         throw ProviderError(

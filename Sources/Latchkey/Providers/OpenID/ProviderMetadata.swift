@@ -13,6 +13,9 @@ public struct ProviderMetadata: Sendable, Hashable {
     /// Whether it was read from the RFC 8414 document (or made from configuration), which then
     /// has nothing to add.
     var fromOAuthDocument = false
+    /// The endpoints the document names with a value no request can go to (relative, or
+    /// without a scheme or host), as it gave them: asking for one is an error naming it.
+    var unusableEndpoints: [EndpointKind: String] = [:]
 
     /// Creates metadata.
     public init(issuer: String, endpoints: [EndpointKind: URL], fields: [String: JSONValue] = [:]) {
@@ -37,10 +40,28 @@ public struct ProviderMetadata: Sendable, Hashable {
             throw ProviderError(.invalidResponse, endpoint: .discovery, reason: "The discovery document has no issuer.")
         }
         var endpoints: [EndpointKind: URL] = [:]
+        var unusable: [EndpointKind: String] = [:]
         for (kind, key) in Self.keys {
-            if let text = fields[key]?.stringValue, let url = URL(string: text) { endpoints[kind] = url }
+            guard let text = fields[key]?.stringValue else { continue }
+            if let url = URL(string: text), EndpointSecurity.isRequestTarget(url) {
+                endpoints[kind] = url
+            } else {
+                unusable[kind] = text
+            }
         }
         self.init(issuer: issuer, endpoints: endpoints, fields: fields)
+        unusableEndpoints = unusable
+    }
+
+    /// Why the document's endpoint of `kind` cannot be used, when it names one no request can go to.
+    func unusable(_ kind: EndpointKind) -> ProviderError? {
+        guard let text = unusableEndpoints[kind], let key = Self.keys[kind] else { return nil }
+        let shown = text.count > 200 ? String(text.prefix(200)) + "…" : text
+        return ProviderError(
+            .invalidEndpoint, endpoint: kind,
+            reason:
+                "The provider's metadata names \(key) \"\(shown)\", which is not an absolute http(s) URL with a host; nothing was sent. The provider must fix its metadata, or the endpoint be set in the configuration."
+        )
     }
 
     /// The grant types the document lists (often incomplete: a missing one may still work).

@@ -215,7 +215,7 @@ public actor PingJourneyProvider: IdentityProvider {
     private func mint(_ session: String, verifyingIDToken: Bool) async throws(ProviderError) -> Token {
         let header = try await sessionHeader()
         let request = try await openID.authorizationRequest(redirectURI: configuration.redirectURI)
-        var http = HTTPRequest(method: .get, url: request.url)
+        var http = try HTTPRequest.checked(.get, request.url, endpoint: .authorization)
         http.headerFields[header] = session
         http.headerFields[Self.acceptAPIVersion] = "resource=2.1, protocol=1.0"
         let mintRequest = ProviderRequest(.authorization, http, secrets: [session])
@@ -350,7 +350,7 @@ public actor PingJourneyProvider: IdentityProvider {
         if method == .post {
             request = try .json(kind, url, body, headers: headers, secrets: secrets)
         } else {
-            var http = HTTPRequest(method: method, url: url)
+            var http = try HTTPRequest.checked(method, url, endpoint: kind)
             http.headerFields[.accept] = "application/json"
             for (name, value) in headers { http.headerFields[name] = value }
             request = ProviderRequest(kind, http, secrets: secrets)
