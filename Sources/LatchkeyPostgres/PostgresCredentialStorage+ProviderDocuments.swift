@@ -25,5 +25,11 @@ extension PostgresCredentialStorage: ProviderDocumentStorage {
             """, doing: "storing a provider document")
     }
 
+    public func removeProviderDocuments() async throws(StorageError) {
+        try await execute(
+            "DELETE FROM latchkey_setting WHERE name LIKE \(Self.providerDocumentSetting("") + "%")",
+            doing: "forgetting provider documents")
+    }
+
     private static func providerDocumentSetting(_ key: String) -> String { "provider-document " + key }
 }

@@ -24,5 +24,12 @@ extension SQLiteCredentialStorage: ProviderDocumentStorage {
         }
     }
 
+    public func removeProviderDocuments() async throws(StorageError) {
+        try await write { db, _ in
+            try db.execute(
+                sql: "DELETE FROM setting WHERE name LIKE ?", arguments: [Self.providerDocumentSetting("") + "%"])
+        }
+    }
+
     private static func providerDocumentSetting(_ key: String) -> String { "provider-document " + key }
 }

@@ -146,5 +146,8 @@ enum CredentialChecks {
         #expect(try await documents.providerDocument(for: discovery) == metadata)
         #expect(try await storage.all().isEmpty)
         #expect(try await storage.defaultCredentialID() == nil)
+        try await documents.removeProviderDocuments()
+        #expect(try await documents.providerDocument(for: jwks) == nil)
+        #expect(try await documents.providerDocument(for: discovery) == nil)
     }
 }

@@ -127,11 +127,39 @@ struct IDTokenVerifierTests {
         await #expect(throws: IDTokenError(.algorithmNotAllowed)) { _ = try await verify(token, keys: keys) }
     }
 
-    @Test("a signature by another key with a known kid is rejected")
+    @Test("a signature by another key with a known kid is rejected, the set fetched once more first")
     func wrongSignature() async throws {
         let keys = try await Keys()
         let token = try await keys.impostor.sign(Claims(claims()), kid: "ec-1")
-        await #expect(throws: IDTokenError(.invalidSignature)) { _ = try await verify(token, keys: keys) }
+        let fetches = Counter()
+        await #expect(throws: IDTokenError(.invalidSignature)) {
+            _ = try await verify(token, keys: keys, fetches: fetches)
+        }
+        #expect(fetches.value == 2)
+    }
+
+    @Test(
+        "a signature that fails under a known kid fetches the JWKS once more: a key replaced under the same kid is taken"
+    )
+    func replacedKey() async throws {
+        let keys = try await Keys()
+        // The provider now signs with another key under the same kid; the kept set has the old one.
+        let token = try await keys.impostor.sign(Claims(claims()), kid: "ec-1")
+        let replacement = try #require(keys.other.publicKey.parameters)
+        let fresh = JWKS(keys: [
+            JWK.ecdsa(.es256, identifier: "ec-1", x: replacement.x, y: replacement.y, curve: .p256)
+        ])
+        let kept = keys.jwks
+        let refetches = Counter()
+        let verified = try await IDTokenVerifier(issuer: Self.issuer, clientID: Self.clientID, leeway: 30).verify(
+            token, nonce: "n-1", now: now,
+            keys: { refetch in
+                guard refetch else { return kept }
+                refetches.increment()
+                return fresh
+            })
+        #expect(verified.subject == "alice")
+        #expect(refetches.value == 1)
     }
 
     @Test("an unknown kid fetches the JWKS once more, then is rejected")

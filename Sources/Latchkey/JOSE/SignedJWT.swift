@@ -25,27 +25,35 @@ enum SignedJWT {
         guard let algorithm = parsed.header.alg, algorithms.contains(JWSAlgorithm(rawValue: algorithm)) else {
             throw .algorithmNotAllowed
         }
-        var jwk = try await key(for: parsed.header.kid, algorithm: algorithm, keys: keys)
-        guard let expected = JWK.Algorithm(rawValue: algorithm), jwk.algorithm == nil || jwk.algorithm == expected
-        else { throw .algorithmNotAllowed }
-        jwk.algorithm = expected
-        // A key set publishes public keys; a private part in it is never used (building a private
-        // RSA key from a hostile one traps inside swift-crypto).
-        (jwk.privateExponent, jwk.prime1, jwk.prime2) = (nil, nil, nil)
-        do {
-            let collection = try await JWTKeyCollection().add(jwk: jwk, isDefault: true)
-            _ = try await collection.verify(token, as: Payload.self)
-        } catch {
-            throw .invalidSignature
+        // A signature that fails under a key the set names is checked once more under a set
+        // fetched again (rate-limited by the cache): a provider that replaced a key under the
+        // same `kid` is not refused until the kept set runs out.
+        for refetch in [false, true] {
+            var jwk = try await key(for: parsed.header.kid, algorithm: algorithm, refetching: refetch, keys: keys)
+            guard let expected = JWK.Algorithm(rawValue: algorithm), jwk.algorithm == nil || jwk.algorithm == expected
+            else { throw .algorithmNotAllowed }
+            jwk.algorithm = expected
+            // A key set publishes public keys; a private part in it is never used (building a
+            // private RSA key from a hostile one traps inside swift-crypto).
+            (jwk.privateExponent, jwk.prime1, jwk.prime2) = (nil, nil, nil)
+            do {
+                let collection = try await JWTKeyCollection().add(jwk: jwk, isDefault: true)
+                _ = try await collection.verify(token, as: Payload.self)
+                return (parsed.header, parsed.payload)
+            } catch {
+                continue
+            }
         }
-        return (parsed.header, parsed.payload)
+        throw .invalidSignature
     }
 
-    private static func key(for kid: String?, algorithm: String, keys: @Sendable (Bool) async throws -> JWKS)
-        async throws(Failure) -> JWK
-    {
+    /// The key `kid` names in the set (fetching the set again once for an unknown `kid`, or
+    /// from the start when `refetching`).
+    private static func key(
+        for kid: String?, algorithm: String, refetching: Bool, keys: @Sendable (Bool) async throws -> JWKS
+    ) async throws(Failure) -> JWK {
         let family: JWK.KeyType = algorithm.hasPrefix("ES") ? .ecdsa : .rsa
-        for refetch in [false, true] {
+        for refetch in refetching ? [true] : [false, true] {
             let set: JWKS
             do { set = try await keys(refetch) } catch { throw .unknownKey }
             let candidates = set.keys.filter { $0.keyType == family && ($0.keyIdentifier?.string == kid || kid == nil) }

@@ -70,12 +70,19 @@ public protocol IdentityProvider: Sendable {
     /// nonces a sign-in got, say), when a sign-in is stored there. During a store's calls a
     /// provider shares through ``StorageCapabilities/current`` as it goes. By default nothing.
     func share(with capabilities: StorageCapabilities) async
+
+    /// Fetches what the provider publishes (its metadata, its key set) from the provider, not
+    /// from what a store kept, and keeps it in the calling store's storage: for a provider that
+    /// fixed its documents. By default nothing.
+    func fetchPublishedDocuments() async throws(ProviderError)
 }
 
 extension IdentityProvider {
     public func prepareRefresh(of token: Token) async throws(ProviderError) {}
 
     public func share(with capabilities: StorageCapabilities) async {}
+
+    public func fetchPublishedDocuments() async throws(ProviderError) {}
 
     public func verifyRefreshedIDToken(of refreshed: Token, previous: Token) async throws(ProviderError) {}
 

@@ -38,6 +38,8 @@ public actor InMemoryCredentialStorage: CredentialStorage, OutboxStorage, DPoPNo
         providerDocuments[key] = document
     }
 
+    public func removeProviderDocuments() throws(StorageError) { providerDocuments = [:] }
+
     public func all() throws(StorageError) -> [StoredCredential] {
         order.compactMap { credentials[$0] }
     }

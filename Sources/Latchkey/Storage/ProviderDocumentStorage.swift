@@ -16,6 +16,10 @@ public protocol ProviderDocumentStorage: Sendable {
 
     /// Stores `document` under `key`, replacing the one there.
     func setProviderDocument(_ document: ProviderDocument, for key: String) async throws(StorageError)
+
+    /// Forgets every document kept (a provider removed, or refreshed by hand): each is fetched
+    /// again when it is next needed.
+    func removeProviderDocuments() async throws(StorageError)
 }
 
 /// A document a provider published (its metadata, its key set), as it was fetched.

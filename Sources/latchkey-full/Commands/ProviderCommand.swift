@@ -9,11 +9,11 @@ enum AuthMethod: String, CaseIterable, ExpressibleByArgument {
     case none, basic, post
 }
 
-/// `latchkey provider add | list | remove`.
+/// `latchkey provider add | list | remove | refresh`.
 struct ProviderCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "provider", abstract: "Configure the providers accounts sign in with.",
-        subcommands: [Add.self, List.self, RemoveProvider.self])
+        subcommands: [Add.self, List.self, RemoveProvider.self, RefreshProvider.self])
 
     struct Add: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -271,7 +271,39 @@ struct ProviderCommand: AsyncParsableCommand {
             }
             providers.removeAll { $0.name == name }
             try await home.saveProviders(providers)
+            // What the store kept of what providers publish goes too: a provider added again
+            // under this name (fixed, say) is fetched anew.
+            if let session = try? await home.openStore() {
+                try? await session.store.capabilities.providerDocuments?.removeProviderDocuments()
+            }
             Output.report(global, "Removed provider \(name). Its accounts stay stored until signed out or removed.")
+        }
+    }
+
+    /// `latchkey provider refresh NAME`.
+    struct RefreshProvider: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "refresh",
+            abstract: "Fetch what a provider publishes (metadata, key set) again, instead of the store's copies.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The provider's name.", completion: Completions.providers) var name: String
+
+        func run() async throws {
+            let session = try await global.location.openStore()
+            let provider = try session.client(named: name)
+            do {
+                try await session.store.capabilities.providerDocuments?.removeProviderDocuments()
+            } catch {
+                throw CLIError.failed("The store's copies of providers' documents cannot be removed: \(error)")
+            }
+            do {
+                try await session.store.capabilities.sharing { () async throws(ProviderError) in
+                    try await provider.fetchPublishedDocuments()
+                }
+            } catch {
+                throw CLIError.provider(error, doing: "The provider's documents were not fetched")
+            }
+            Output.report(global, "Fetched what \(name) publishes; the store keeps it for every process.")
         }
     }
 }

@@ -182,6 +182,11 @@ public actor CognitoProvider: IdentityProvider {
         return token
     }
 
+    /// Fetches the pool's key set again, and keeps it in the calling store.
+    public func fetchPublishedDocuments() async throws(ProviderError) {
+        _ = try await idTokens.keys.keys(refetch: true)
+    }
+
     /// The ID-token checks, with the pool's key set (fetched once for many callers).
     private var idTokens: IDTokenChecks {
         if let idTokenChecks { return idTokenChecks }

@@ -17,22 +17,29 @@ package final class ProviderDocuments: Sendable {
         self.logger = logger
     }
 
-    /// The document at `url`: the store's copy while it is valid at `now` (and fetched after
-    /// `newerThan`, when given: a copy at least as old as the caller's is no help), else the
-    /// one `fetch` gets, kept in the store for its lifetime (`Cache-Control: max-age`, else
-    /// `lifetime`; never with `no-store`).
-    package func document(
+    /// The document at `url`, read by `read`: the store's copy while it is valid at `now` (and
+    /// fetched after `newerThan`, when given: a copy at least as old as the caller's is no help)
+    /// and `read` takes it, else the one `fetch` gets. A fetched document is kept in the store
+    /// for its lifetime (`Cache-Control: max-age`, else `lifetime`; never with `no-store`) only
+    /// once `read` took it: a document that fails its checks (another issuer, not a key set) is
+    /// never kept, so a provider that fixes it is seen at the next fetch.
+    package func document<Read: Sendable>(
         _ kind: EndpointKind, at url: URL, now: Date, lifetime: TimeInterval, newerThan: Date? = nil,
+        read: (ProviderDocument) throws(ProviderError) -> Read,
         fetch: () async throws(ProviderError) -> HTTPTransportResponse
-    ) async throws(ProviderError) -> ProviderDocument {
-        let key = "\(kind.rawValue) \(url.absoluteString)"
+    ) async throws(ProviderError) -> Read {
+        let key = Self.key(kind, url)
         let storage = StorageCapabilities.current.providerDocuments
         if let storage {
             do {
                 if let stored = try await storage.providerDocument(for: key), stored.expiresAt > now,
                     newerThan.map({ stored.fetchedAt > $0 }) ?? true
                 {
-                    return stored
+                    do throws(ProviderError) {
+                        return try read(stored)
+                    } catch {
+                        logger.debug("the store's copy of a provider document fails its checks; fetching it again")
+                    }
                 }
             } catch {
                 logger.debug("the store's copy of a provider document cannot be read", metadata: ["error": "\(error)"])
@@ -41,6 +48,7 @@ package final class ProviderDocuments: Sendable {
         let answer = try await fetch()
         let kept = DocumentLifetime.seconds(answer.response.headerFields, fallback: lifetime)
         let document = ProviderDocument(body: answer.body, fetchedAt: now, expiresAt: now.addingTimeInterval(kept ?? 0))
+        let value = try read(document)
         if let storage, let kept, kept > 0 {
             do {
                 try await storage.setProviderDocument(document, for: key)
@@ -48,8 +56,11 @@ package final class ProviderDocuments: Sendable {
                 logger.debug("a provider document cannot be kept in the store", metadata: ["error": "\(error)"])
             }
         }
-        return document
+        return value
     }
+
+    /// Where a document is kept: its kind and URL.
+    static func key(_ kind: EndpointKind, _ url: URL) -> String { "\(kind.rawValue) \(url.absoluteString)" }
 }
 
 extension ProviderDocuments {
@@ -58,12 +69,15 @@ extension ProviderDocuments {
     func keySet(at url: URL, now: Date, newerThan: Date?, through wire: ProviderWire) async throws(ProviderError)
         -> JWKSCache.Fetched
     {
-        let document = try await document(
-            .jwks, at: url, now: now, lifetime: OpenIDProvider.keySetLifetime, newerThan: newerThan
+        let logger = self.logger
+        return try await document(
+            .jwks, at: url, now: now, lifetime: OpenIDProvider.keySetLifetime, newerThan: newerThan,
+            read: { document throws(ProviderError) in
+                JWKSCache.Fetched(
+                    set: try KeySet.decode(document.body, logger: logger), fetchedAt: document.fetchedAt,
+                    expiresAt: document.expiresAt)
+            }
         ) { () async throws(ProviderError) in try await wire.exchange(.get(.jwks, url)) }
-        return JWKSCache.Fetched(
-            set: try KeySet.decode(document.body, logger: logger), fetchedAt: document.fetchedAt,
-            expiresAt: document.expiresAt)
     }
 }
 

@@ -84,6 +84,16 @@ public actor OpenIDProvider: IdentityProvider {
         return metadata
     }
 
+    /// Fetches the metadata and the key set again, and keeps them in the calling store (whose
+    /// copies the caller forgot first: `latchkey provider refresh`).
+    public func fetchPublishedDocuments() async throws(ProviderError) {
+        discovered.set(nil)
+        let fetched = await fetchMetadata()
+        let metadata = try fetched.get()
+        discovered.set(metadata)
+        _ = try await idTokens.keys.keys(refetch: true)
+    }
+
     /// The URL of an endpoint: from configuration, else from the OpenID configuration, else
     /// from the RFC 8414 metadata (read only when the first lacks it).
     public func endpoint(_ kind: EndpointKind) async throws(ProviderError) -> URL {
@@ -149,20 +159,23 @@ public actor OpenIDProvider: IdentityProvider {
         let issuer = configuration.issuer.absoluteString
         let trimmed = issuer.hasSuffix("/") ? String(issuer.dropLast()) : issuer
         let wire = self.wire
-        let document = try await documents.document(
-            .discovery, at: url, now: now(), lifetime: Self.metadataLifetime
+        // Checked before it is kept: a document of another issuer is never kept for anyone.
+        return try await documents.document(
+            .discovery, at: url, now: now(), lifetime: Self.metadataLifetime,
+            read: { document throws(ProviderError) in
+                guard let fields = ProviderWire.object(document.body) else {
+                    throw ProviderError(
+                        .invalidResponse, endpoint: .discovery, reason: "The discovery document is not a JSON object.")
+                }
+                let metadata = try ProviderMetadata(document: fields)
+                guard metadata.issuer == issuer || metadata.issuer == trimmed else {
+                    throw ProviderError(
+                        .invalidResponse, endpoint: .discovery,
+                        reason: "The discovery document names another issuer than the one configured.")
+                }
+                return metadata
+            }
         ) { () async throws(ProviderError) in try await wire.exchange(.get(.discovery, url)) }
-        guard let fields = ProviderWire.object(document.body) else {
-            throw ProviderError(
-                .invalidResponse, endpoint: .discovery, reason: "The discovery document is not a JSON object.")
-        }
-        let metadata = try ProviderMetadata(document: fields)
-        guard metadata.issuer == issuer || metadata.issuer == trimmed else {
-            throw ProviderError(
-                .invalidResponse, endpoint: .discovery,
-                reason: "The discovery document names another issuer than the one configured.")
-        }
-        return metadata
     }
 
     /// How long a provider's metadata is kept in the store when the provider does not say

@@ -329,6 +329,11 @@ public actor PingJourneyProvider: IdentityProvider {
         try await openID.endSession(idToken: idToken)
     }
 
+    /// The realm's OpenID metadata and key set, fetched again.
+    public func fetchPublishedDocuments() async throws(ProviderError) {
+        try await openID.fetchPublishedDocuments()
+    }
+
     /// What the realm's OpenID provider learned outside a store's call (DPoP nonces).
     public func share(with capabilities: StorageCapabilities) async {
         await openID.share(with: capabilities)
