@@ -115,6 +115,7 @@ public final class LeaseScope: Sendable {
 /// itself, scoped to the lease's credential and body (``LeaseScope``). The in-memory and SQLite
 /// storages hand it; end its ``scope`` when the body returns.
 public struct StorageLeaseAccess: LeasedCredentialAccess {
+    /// The credential whose lease this is.
     public let id: CredentialID
     /// Ended by the backend when the body returns.
     public let scope: LeaseScope
@@ -159,8 +160,11 @@ public struct StorageLeaseAccess: LeasedCredentialAccess {
 /// claimed and opened, what it found damaged, the backlog, and how it writes outcomes. Every
 /// backend hands it; end its ``scope`` when the body returns.
 public struct OutboxClaimAccess: ClaimedOutboxEntries {
+    /// The claimed entries, opened once, the earliest due first.
     public let entries: [OutboxEntry]
+    /// Claimed entries whose record cannot be read.
     public let damaged: [DamagedRecord]
+    /// What the outbox held when the claim was made.
     public let backlog: OutboxBacklog
     /// Ended by the backend when the body returns.
     public let scope = LeaseScope("a claim of the outbox")
