@@ -81,11 +81,12 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         let deadline = NIODeadline.now() + .nanoseconds(overflow ? Int64.max / 2 : whole + attoseconds / 1_000_000_000)
         do {
             // AsyncHTTPClient's deadline ends when the response head arrives; the body is read
-            // under the same deadline here, so a body that trickles in cannot outlast it.
+            // under the same deadline here, so a body that trickles in cannot outlast it. Its
+            // own deadline comes later, so that the timer below decides (see `TimeoutTimer`).
             let request = outgoing
             return try await withThrowingTaskGroup(of: HTTPTransportResponse?.self) { group in
                 group.addTask { [client] in
-                    let response = try await client.execute(request, deadline: deadline)
+                    let response = try await client.execute(request, deadline: deadline + TimeoutTimer.grace)
                     let bytes = try await response.body.collect(upTo: options.maximumBodySize)
                     var fields = HTTPFields()
                     for header in response.headers {
@@ -99,7 +100,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
                         body: Data(bytes.readableBytesView))
                 }
                 group.addTask {
-                    try await Task.sleep(for: .nanoseconds(max(0, (deadline - NIODeadline.now()).nanoseconds)))
+                    try await TimeoutTimer.sleep(until: deadline)
                     return nil
                 }
                 defer { group.cancelAll() }
@@ -127,5 +128,27 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         } catch {
             throw TransportError(.connectionFailed, "The connection to \(url.host ?? "the server") failed.")
         }
+    }
+}
+
+/// The timer that ends a request at its deadline, unless the process was stopped past it.
+///
+/// A process stopped (Ctrl-Z, `SIGSTOP`, a suspended machine) while its request was in flight
+/// resumes with the timer overdue and, often, the answer already in the socket: the provider
+/// acted on the request (rotated a refresh token) and answered while the process could not read.
+/// Ending the request then would lose that answer. A timer that wakes much later than it was set
+/// for therefore waits a moment more, once, so that an answer already received is read first.
+enum TimeoutTimer {
+    /// How late a timer may wake before its process is taken to have been stopped: well above
+    /// a busy machine's scheduling delay, well below a Ctrl-Z.
+    static let lateness = TimeAmount.milliseconds(100)
+    /// How long an answer that arrived while the process was stopped gets to be read.
+    static let grace = TimeAmount.milliseconds(500)
+
+    /// Sleeps until `deadline`, and `grace` more when it woke more than `lateness` after it.
+    static func sleep(until deadline: NIODeadline) async throws {
+        try await Task.sleep(for: .nanoseconds(max(0, (deadline - NIODeadline.now()).nanoseconds)))
+        guard NIODeadline.now() - deadline > lateness else { return }
+        try await Task.sleep(for: .nanoseconds(grace.nanoseconds))
     }
 }

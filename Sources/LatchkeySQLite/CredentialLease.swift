@@ -7,13 +7,17 @@ import NIOConcurrencyHelpers
 /// The lease of a SQLite store: one row per credential in `refresh_lease`, taken and released in
 /// `IMMEDIATE` transactions, so processes that share the file see one holder.
 ///
-/// A row names its holder (a random id per lease), host, process and the process's start time.
-/// It is never taken from a holder that is still working: a holder on this host keeps it while
-/// its process runs (and, in this process, while its body runs); a holder on another host (a
-/// container sharing the volume) renews its row every quarter of the lease's duration while its
-/// body runs. A holder that died loses it: at once on this host, `duration` after its last
-/// renewal elsewhere. Waiters poll with backoff from 20 ms to 250 ms (a refresh takes at least
-/// one network round trip, so a faster poll gains nothing) and can be cancelled.
+/// A row names its holder (a random id per lease), host, process, the process's start time, its
+/// PID namespace and the boot. Every holder renews its row every quarter of the lease's duration
+/// while its body runs. It is never taken from a holder that is still working, and nobody waits
+/// for one without bound:
+/// - a holder whose process a waiter can see (same host, PID namespace and boot) loses it at
+///   once when its process is gone, and when its row ran out (a stopped process renews nothing);
+/// - any other holder (another host, a container with its own PID namespace, a row of an earlier
+///   version) loses it when its row ran out: its pid means nothing to the waiter.
+///
+/// Waiters poll with backoff from 20 ms to 250 ms (a refresh takes at least one network round
+/// trip, so a faster poll gains nothing) and can be cancelled.
 extension SQLiteCredentialStorage {
     public func withCredentialLease<Result: Sendable>(
         for id: CredentialID, terms: LeaseTerms, _ body: @Sendable (any LeasedCredentialAccess) async -> Result
@@ -36,8 +40,7 @@ extension SQLiteCredentialStorage {
         return result
     }
 
-    /// Runs `body` while the lease row `lease` of `holder` is kept ahead, for holders that judge
-    /// it by its expiry (those on other hosts).
+    /// Runs `body` while the lease row `lease` of `holder` is kept ahead.
     func whileHolding<Result: Sendable>(
         _ lease: String, holder: String, terms: LeaseTerms, _ body: () async -> Result
     ) async -> Result {
@@ -65,8 +68,7 @@ extension SQLiteCredentialStorage {
         }
     }
 
-    /// Keeps the row's expiry ahead while the body runs, for holders that judge it by its expiry
-    /// (those on other hosts). Returns when cancelled.
+    /// Keeps the row's expiry ahead while the body runs. Returns when cancelled.
     private func renewLease(_ lease: String, holder: String, terms: LeaseTerms) async {
         let every = terms.duration / 4
         while !Task.isCancelled {
@@ -91,10 +93,11 @@ extension SQLiteCredentialStorage {
         let expires = terms.clock.date.addingTimeInterval(terms.seconds).timeIntervalSinceReferenceDate
         try db.execute(
             sql: """
-                INSERT OR REPLACE INTO refresh_lease (credential_id, holder, host, pid, started, expires_at)
-                VALUES (?, ?, ?, ?, ?, ?)
+                INSERT OR REPLACE INTO refresh_lease
+                    (credential_id, holder, host, pid, started, pid_namespace, boot_id, expires_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 """,
-            arguments: [lease, holder, me.name, me.pid, me.started, expires])
+            arguments: [lease, holder, me.name, me.pid, me.started, me.pidNamespace, me.bootID, expires])
     }
 
     /// Takes the lease when it is free; returns whether it was taken.
@@ -120,8 +123,8 @@ extension SQLiteCredentialStorage {
         return try Row.fetchAll(
             db,
             sql: """
-                SELECT credential_id, holder, host, pid, started, expires_at FROM refresh_lease
-                WHERE credential_id IN (\(SQL.placeholders(leases)))
+                SELECT credential_id, holder, host, pid, started, pid_namespace, boot_id, expires_at
+                FROM refresh_lease WHERE credential_id IN (\(SQL.placeholders(leases)))
                 """, arguments: StatementArguments(leases)
         ).map(LeaseHost.Holder.init(row:))
     }
@@ -148,8 +151,9 @@ extension SQLiteCredentialStorage {
                         let holders = try Row.fetchAll(
                             db,
                             sql: """
-                                SELECT credential_id, holder, host, pid, started, expires_at FROM refresh_lease
-                                WHERE credential_id != ?
+                                SELECT credential_id, holder, host, pid, started, pid_namespace, boot_id,
+                                    expires_at
+                                FROM refresh_lease WHERE credential_id != ?
                                 """, arguments: [Self.storeLease]
                         ).map(LeaseHost.Holder.init(row:))
                         guard !holders.contains(where: { $0.isAlive(now: now, seenFrom: me) }) else { return nil }
@@ -188,15 +192,31 @@ enum LiveHolders {
 }
 
 /// This process, as lease rows name it, and what a row says about its holder.
-struct LeaseHost: Sendable {
-    let name: String
-    let pid: Int64
+package struct LeaseHost: Sendable {
+    package let name: String
+    package let pid: Int64
     /// The process's start time (clock ticks since boot, from `/proc`), so that a pid reused by
     /// another process is not taken for the holder; 0 where it cannot be read.
-    let started: Int64
+    package let started: Int64
+    /// The PID namespace the pid is a number in (`/proc/self/ns/pid`: `pid:[INODE]`), and the
+    /// boot (`/proc/sys/kernel/random/boot_id`): a pid says something about a holder only to a
+    /// process of the same namespace and boot. Empty where they cannot be read.
+    package let pidNamespace: String
+    package let bootID: String
 
-    static let current = LeaseHost(
-        name: hostName, pid: Int64(getpid()), started: startTime(of: Int64(getpid())) ?? 0)
+    package init(name: String, pid: Int64, started: Int64, pidNamespace: String, bootID: String) {
+        self.name = name
+        self.pid = pid
+        self.started = started
+        self.pidNamespace = pidNamespace
+        self.bootID = bootID
+    }
+
+    package static let current = LeaseHost(
+        name: hostName, pid: Int64(getpid()), started: startTime(of: Int64(getpid())) ?? 0,
+        pidNamespace: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/ns/pid")) ?? "",
+        bootID: ((try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8)) ?? "")
+            .trimmingCharacters(in: .whitespacesAndNewlines))
 
     private static let hostName: String = {
         var buffer = [CChar](repeating: 0, count: 256)
@@ -205,29 +225,67 @@ struct LeaseHost: Sendable {
     }()
 
     /// A lease row's holder.
-    struct Holder {
-        var id: String
-        var host: String
-        var pid: Int64
-        var started: Int64
-        var expiresAt: Double
+    package struct Holder: Sendable, Equatable {
+        package var id: String
+        package var host: String
+        package var pid: Int64
+        package var started: Int64
+        package var pidNamespace: String
+        package var bootID: String
+        package var expiresAt: Double
 
-        init(row: Row) {
-            id = row["holder"]
-            host = row["host"]
-            pid = row["pid"]
-            started = row["started"]
-            expiresAt = row["expires_at"]
+        package init(
+            id: String, host: String, pid: Int64, started: Int64, pidNamespace: String, bootID: String,
+            expiresAt: Double
+        ) {
+            self.id = id
+            self.host = host
+            self.pid = pid
+            self.started = started
+            self.pidNamespace = pidNamespace
+            self.bootID = bootID
+            self.expiresAt = expiresAt
         }
 
-        /// Whether the holder may still be working: on this host, while its process runs (in
-        /// this process, while its body runs); elsewhere, until its row runs out.
-        func isAlive(now: Double, seenFrom me: LeaseHost) -> Bool {
-            guard host == me.name else { return expiresAt > now }
-            if pid == me.pid { return LiveHolders.shared.contains(id) }
-            guard LeaseHost.processExists(pid) else { return false }
-            guard started != 0, let current = LeaseHost.startTime(of: pid) else { return true }
+        init(row: Row) {
+            self.init(
+                id: row["holder"], host: row["host"], pid: row["pid"], started: row["started"],
+                pidNamespace: row["pid_namespace"], bootID: row["boot_id"], expiresAt: row["expires_at"])
+        }
+
+        /// Whether the holder may still be working, looking from `me`:
+        /// - in this process: while its body runs;
+        /// - in another process of this host, namespace and boot: while that process runs (the
+        ///   same start time: a reused pid is not it) and its row has not run out — a holder
+        ///   that is stopped (Ctrl-Z, a suspended machine) renews nothing, and keeps nobody
+        ///   waiting longer than the lease's term;
+        /// - anywhere else (another host, another PID namespace, another boot, a row of an
+        ///   earlier version that names none): its pid means nothing here, so until its row
+        ///   runs out, which its holder renews while it works.
+        ///
+        /// A pure decision: `process` tells whether a pid runs here and since when, `ownHolder`
+        /// whether a holder of this process is in its body.
+        package func isAlive(
+            now: Double, seenFrom me: LeaseHost, process: (Int64) -> (exists: Bool, started: Int64?),
+            ownHolder: (String) -> Bool
+        ) -> Bool {
+            let judgeable =
+                host == me.name && !pidNamespace.isEmpty && pidNamespace == me.pidNamespace && !bootID.isEmpty
+                && bootID == me.bootID
+            guard judgeable else { return expiresAt > now }
+            if pid == me.pid { return ownHolder(id) }
+            let found = process(pid)
+            guard found.exists, expiresAt > now else { return false }
+            guard started != 0, let current = found.started else { return true }
             return current == started
+        }
+
+        /// ``isAlive(now:seenFrom:process:ownHolder:)`` with this machine's processes.
+        func isAlive(now: Double, seenFrom me: LeaseHost) -> Bool {
+            isAlive(
+                now: now, seenFrom: me,
+                process: { (LeaseHost.processExists($0), LeaseHost.startTime(of: $0)) },
+                ownHolder: LiveHolders.shared.contains)
         }
     }
 

@@ -173,6 +173,16 @@ enum Schema {
                     UPDATE outbox SET failure_cause = 'no_provider' WHERE last_error LIKE 'No provider is registered%';
                     """)
         },
+        { db, _ in
+            // A lease row names the PID namespace and the boot its pid is a number in: a holder
+            // in another namespace (a container, `unshare --pid`) is judged by its row's expiry,
+            // not by a pid that names another process here.
+            try db.execute(
+                sql: """
+                    ALTER TABLE refresh_lease ADD COLUMN pid_namespace TEXT NOT NULL DEFAULT '';
+                    ALTER TABLE refresh_lease ADD COLUMN boot_id TEXT NOT NULL DEFAULT '';
+                    """)
+        },
     ]
 
     /// Seals every credential again with its version bound. A row that does not open is left as

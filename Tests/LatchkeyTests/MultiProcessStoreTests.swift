@@ -134,6 +134,58 @@ struct MultiProcessStoreTests {
         #expect(taken)
     }
 
+    @Test(
+        "a holder in another PID namespace keeps its lease while it renews it, and loses it once its row runs out",
+        .timeLimit(.minutes(TestTiming.minutes(2))))
+    func holderInAnotherPIDNamespace() async throws {
+        let unshare = URL(fileURLWithPath: "/usr/bin/unshare")
+        let isolating = ["--pid", "--fork", "--mount-proc", "--kill-child"]
+        let probe = try? await ChildProcess.run(unshare, isolating + ["true"], input: "")
+        if probe?.status != 0 {
+            // Needs util-linux's unshare and the right to make namespaces (root, as CI runs).
+            try #require(
+                ProcessInfo.processInfo.environment["LATCHKEY_REQUIRE_PROVIDERS"] != "1",
+                "unshare cannot make a PID namespace here: \(probe?.stderr ?? "no unshare")")
+            return
+        }
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        let path = folder.file("credentials.sqlite")
+        let store = try await CredentialStore.sqlite(at: path)
+        let id = try await store.add(Fixtures.token(user: "alice")).id
+        // The holder's pid is a number in a namespace of its own (1, its PID namespace's first
+        // process, or close): here it names another process. Its lease's term is short; it
+        // renews its row every quarter of it.
+        let term = TestTiming.scaled(.seconds(2))
+        let seconds = Double(term.components.seconds)
+        let holder = try await ChildProcess.start(
+            unshare, isolating + [worker.path, "hold", path, id.rawValue, "\(seconds)"])
+        _ = try await holder.standardOutput { $0.contains("holding") }
+        // Past its row's first term, the holder still works and renews: the lease stays its.
+        let taken = await withTaskGroup(of: Bool?.self) { group in
+            group.addTask {
+                (try? await store.storage.withCredentialLease(for: id, terms: LeaseTerms(duration: .seconds(30))) {
+                    _ in true
+                }) ?? false
+            }
+            group.addTask {
+                try? await Task.sleep(for: term * 2)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+        #expect(taken == nil, "the lease was taken from a live holder in another PID namespace")
+        holder.send(signal: SIGKILL)
+        _ = try await holder.finish()
+        // Dead, it renews nothing: the lease is free once its row runs out.
+        let after = try await store.storage.withCredentialLease(for: id, terms: LeaseTerms(duration: .seconds(30))) {
+            _ in true
+        }
+        #expect(after)
+    }
+
     @Test("processes that open a new store while another writes to it all succeed (20 rounds)")
     func openWhileWriting() async throws {
         for round in 0..<20 {

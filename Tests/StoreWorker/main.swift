@@ -8,8 +8,12 @@
 //       Takes the refresh lease of credential ID COUNT times, printing "enter T" and "leave T"
 //       (seconds since 1970) around 20 ms of holding it, and adds a tag of its own each time
 //       through a compare-and-swap update.
-//   latchkey-store-worker hold PATH ID
-//       Takes the refresh lease of credential ID, prints "holding", and holds it until killed.
+//   latchkey-store-worker hold PATH ID [SECONDS]
+//       Takes the refresh lease of credential ID (a lease of SECONDS, 600 by default), prints
+//       "holding", and holds it until killed.
+//   latchkey-store-worker refresh PATH ISSUER ID SECONDS
+//       Refreshes credential ID (the public client `latchkey-cli` of the provider at ISSUER)
+//       under a lease of SECONDS, and prints "refreshed" or "error E".
 //   latchkey-store-worker watch PATH ID
 //       For every line on standard input, asks credential ID for its access token (valid: no
 //       provider is asked) and prints "token T", "gone" when the credential was removed, or
@@ -50,6 +54,22 @@ do {
             }
             try await store.update(id) { $0.metadata.tags["\(label)-\(round)"] = "x" }
         }
+    case "refresh":
+        guard arguments.count == 6, let issuer = URL(string: arguments[3]), let seconds = Double(arguments[5]) else {
+            fail("usage: latchkey-store-worker refresh PATH ISSUER ID SECONDS")
+        }
+        let storage = try await SQLiteCredentialStorage.open(path: arguments[2])
+        let store = CredentialStore(storage: storage, leaseDuration: .milliseconds(Int64(seconds * 1000)))
+        let provider = OpenIDProvider(
+            configuration: OpenIDProviderConfiguration(issuer: issuer, clientID: "latchkey-cli"),
+            transport: AsyncHTTPClientTransport.shared)
+        let credential = await provider.credential(CredentialID(rawValue: arguments[4]), in: store)
+        do {
+            _ = try await credential.refresh()
+            say("refreshed")
+        } catch {
+            say("error \(error)")
+        }
     case "dpop":
         try await DPoPWorker.run(Array(arguments.dropFirst(2)))
     case "watch":
@@ -72,10 +92,13 @@ do {
             }
         }
     case "hold":
-        guard arguments.count == 4 else { fail("usage: latchkey-store-worker hold PATH ID") }
+        guard arguments.count == 4 || arguments.count == 5 else {
+            fail("usage: latchkey-store-worker hold PATH ID [SECONDS]")
+        }
         let store = try await CredentialStore.sqlite(at: arguments[2])
         let id = CredentialID(rawValue: arguments[3])
-        try await store.storage.withCredentialLease(for: id, terms: LeaseTerms(duration: .seconds(600))) { _ in
+        let seconds = arguments.count == 5 ? Double(arguments[4]) ?? 600 : 600
+        try await store.storage.withCredentialLease(for: id, terms: LeaseTerms(duration: .seconds(seconds))) { _ in
             say("holding")
             while true { try? await Task.sleep(for: .seconds(60)) }
         }
