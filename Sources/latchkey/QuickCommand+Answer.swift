@@ -51,7 +51,7 @@ extension QuickCommand {
             account: stored.metadata.displayName ?? stored.id.rawValue)
         switch format ?? (json ? .json : .token) {
         case .token: Self.write(TerminalText.safe(value) + "\n")
-        case .json: Self.write(TerminalText.safe(TerminalText.json(description.fields)) + "\n")
+        case .json: Self.write(TerminalText.json(description.fields) + "\n")
         case .export: Self.write(description.exportLines.map { TerminalText.safe($0) + "\n" }.joined())
         }
         return .answered

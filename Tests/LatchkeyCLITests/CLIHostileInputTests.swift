@@ -70,6 +70,53 @@ struct CLIHostileInputTests: DevProviderCLITest {
         }
     }
 
+    @Test(
+        "provider text with DEL, NEL, U+2028, U+200B, U+FEFF and tabs: every --json document stays valid JSON that reads back the same, and a listing's columns stay the tool's"
+    )
+    func jsonAndColumns() async throws {
+        let username = "mallory\tforged\tcolumns"
+        let name = "Mal\u{7F}\u{85}\u{2028}\u{200B}\u{FEFF}lory\u{1B}[2J\u{E0001}"
+        var configuration = DevProviderConfiguration.default
+        configuration.users.append(
+            .init(username: username, password: "mallory-password", name: name, email: "mallory@example.com"))
+        try await withDevices(configuration) { _, a, _ in
+            let login = try await a.run("login", "--username", username, "--password-stdin", input: "mallory-password")
+            #expect(login.status == 0, "\(login.stderr)")
+            // Quick tool (token), full tool (accounts, status, userinfo).
+            for command in [
+                ["token", "--json"], ["accounts", "--json"], ["status", "--json"], ["userinfo", "--json"],
+            ] {
+                let result = try await a.run(arguments: command)
+                #expect(result.status == 0, "\(command): \(result.stderr)")
+                for scalar in ["\u{7F}", "\u{85}", "\u{2028}", "\u{200B}", "\u{FEFF}", "\u{1B}", "\u{E0001}"] {
+                    #expect(!result.stdout.contains(scalar), "\(command) wrote \(scalar.debugDescription) raw")
+                }
+                let document = try #require(
+                    try? JSONSerialization.jsonObject(with: Data(result.stdout.utf8), options: [.fragmentsAllowed]),
+                    "\(command) wrote no JSON: \(result.stdout)")
+                let strings = Self.strings(in: document)
+                #expect(strings.contains(username) || strings.contains(name), "\(command): \(result.stdout)")
+                if command[0] == "userinfo" { #expect(strings.contains(name), "\(result.stdout)") }
+            }
+            let accounts = try await a.run("accounts")
+            #expect(accounts.status == 0, "\(accounts.stderr)")
+            let row = try #require(accounts.stdout.split(separator: "\n").first { $0.contains("mallory") })
+            #expect(row.split(separator: "\t", omittingEmptySubsequences: false).count == 4, "\(row)")
+            #expect(row.contains(#"mallory\tforged\tcolumns"#), "the tabs are shown escaped: \(row)")
+        }
+    }
+
+    /// Every string a JSON document holds, keys and values.
+    static func strings(in value: Any) -> Set<String> {
+        switch value {
+        case let text as String: [text]
+        case let array as [Any]: array.reduce(into: Set<String>()) { $0.formUnion(strings(in: $1)) }
+        case let object as [String: Any]:
+            object.reduce(into: Set(object.keys)) { $0.formUnion(strings(in: $1.value)) }
+        default: []
+        }
+    }
+
     @Test("a device user_code carrying an escape sequence is shown escaped")
     func deviceCode() async throws {
         try await withDevices { dev, a, _ in

@@ -38,10 +38,12 @@ struct Accounts: AsyncParsableCommand {
         } else {
             if rows.isEmpty && damagedRows.isEmpty { Output.line("No accounts. Sign in with `latchkey login`.") }
             for (row, account) in zip(rows, all) {
-                var line =
-                    "\(row.isDefault ? "*" : " ") \(row.username ?? row.email ?? "?")\t\(row.email ?? "-")\t\(row.provider ?? "?")\t\(row.id)"
-                if account.needsSignIn { line += "\t(must sign in again)" }
-                Output.line(line)
+                var fields = [
+                    "\(row.isDefault ? "*" : " ") \(row.username ?? row.email ?? "?")", row.email ?? "-",
+                    row.provider ?? "?", row.id,
+                ]
+                if account.needsSignIn { fields.append("(must sign in again)") }
+                Output.row(fields)
             }
             for row in damaged {
                 Output.line(

@@ -251,9 +251,9 @@ struct ProviderCommand: AsyncParsableCommand {
             }
             if providers.isEmpty { Output.line("No providers. Add one with `latchkey provider add`.") }
             for entry in providers {
-                Output.line(
-                    "\(entry.name)\t\(entry.kind.rawValue)\t\(entry.identity?.issuer ?? "?")\t\(entry.clientID)\(entry.dpop == true ? "\tdpop" : "")"
-                )
+                Output.row(
+                    [entry.name, entry.kind.rawValue, entry.identity?.issuer ?? "?", entry.clientID]
+                        + (entry.dpop == true ? ["dpop"] : []))
             }
         }
     }

@@ -112,8 +112,15 @@ enum Output {
         FileHandle.standardError.write(Data("\n".utf8))
     }
 
+    /// Prints `value` as one line of JSON, valid JSON whatever text it carries (see
+    /// ``TerminalText/json(_:)``: the characters a terminal would act on are JSON escapes).
     static func json(_ value: some Encodable) {
-        line(jsonText(value))
+        FileHandle.standardOutput.write(Data((jsonText(value) + "\n").utf8))
+    }
+
+    /// Prints one row of a listing: `fields` escaped (a tab in a field too), separated by tabs.
+    static func row(_ fields: [String]) {
+        FileHandle.standardOutput.write(Data((TerminalText.row(fields) + "\n").utf8))
     }
 
     /// `value` as one line of JSON (keys sorted, dates in ISO 8601).
