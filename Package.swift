@@ -348,6 +348,9 @@ let package = Package(
                 // The quick path's grammar, checked against the full tool's parser.
                 "LatchkeyCommandLine",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                // A passphrase-sealed key file as an earlier version wrote it.
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
                 // The loopback git server and Kubernetes API stand-in of the credential-helper tests;
                 // the stand-in verifies ID tokens with Latchkey's verifier.
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -57,12 +57,13 @@ package enum KeyLocation: Equatable, Sendable {
 
 extension HomeLocation {
     /// Where `key move` put the key, or `nil` for the key file beside the database.
+    /// The record is trusted as `providers.json` is (``readTrustedFile(_:what:limit:)``): it says
+    /// which file opens the store.
     package func recordedKeyLocation() throws -> KeyLocation? {
         let path = keyLocationFile.path
-        guard let data = FileManager.default.contents(atPath: path) else {
-            guard FileManager.default.fileExists(atPath: path) else { return nil }
-            throw CLIError.failed("\(path) cannot be read; nothing was changed.")
+        guard let bytes = try readTrustedFile(path, what: "The key's location record", limit: 64 << 10) else {
+            return nil
         }
-        return try KeyLocation(json: data, path: path)
+        return try KeyLocation(json: Data(bytes), path: path)
     }
 }

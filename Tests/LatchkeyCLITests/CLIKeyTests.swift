@@ -155,7 +155,7 @@ struct CLIKeyTests: DevProviderCLITest {
             try FileManager.default.createSymbolicLink(atPath: file, withDestinationPath: elsewhere)
             let linked = try await a.run("refresh")
             #expect(linked.status == 1)
-            #expect(linked.stderr.contains("not a regular file"), "\(linked.stderr)")
+            #expect(linked.stderr.contains("symbolic link"), "\(linked.stderr)")
             #expect(dev.faults.count(.token) == 0, "no refresh token was sent")
             try FileManager.default.removeItem(atPath: file)
             try FileManager.default.moveItem(atPath: elsewhere, toPath: file)

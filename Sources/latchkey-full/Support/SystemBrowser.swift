@@ -38,6 +38,20 @@ enum SystemBrowser {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        // Nothing else of this process reaches the browser: not the redirect listener's
+        // socket, not a `--passphrase-fd` or `--key-fd` pipe, not the store's files.
+        #if canImport(Darwin)
+            let closesOthers = Int16(POSIX_SPAWN_CLOEXEC_DEFAULT)
+        #else
+            // (`posix_spawn_file_actions_addclosefrom_np` is glibc's, behind `_GNU_SOURCE`, which
+            // Swift's Glibc module does not define: each open descriptor is closed by name. A
+            // close of one that was closed meanwhile is ignored by glibc.)
+            let closesOthers: Int16 = 0
+            let open = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+            for descriptor in open.compactMap(Int32.init) where descriptor > 2 {
+                posix_spawn_file_actions_addclose(&actions, descriptor)
+            }
+        #endif
         // The signals this process defers (``SignalDeferral``) are blocked in every thread of
         // it; the browser starts with their default actions and nothing blocked.
         var attributes = posix_spawnattr_t()
@@ -50,7 +64,7 @@ enum SystemBrowser {
         var unblocked = sigset_t()
         sigemptyset(&unblocked)
         posix_spawnattr_setsigmask(&attributes, &unblocked)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK) | closesOthers)
         var pid = pid_t()
         let arguments = command.map { strdup($0) } + [nil]
         defer { arguments.forEach { free($0) } }

@@ -61,6 +61,25 @@ package enum KeyFiles {
     /// there is no such file. The file must be a regular file (not a link) of the user's that
     /// no other user can read or write.
     package static func readKeyFile(at path: String) throws(StorageError) -> SymmetricKey? {
+        guard
+            let bytes = try readTrustedFile(
+                at: path, what: "The key file", forbidden: closedToOthers, fix: "chmod 600", limit: 256)
+        else { return nil }
+        return try parseKey(bytes, path: path)
+    }
+
+    /// Every permission of group and others: what a file of secrets must not grant.
+    package static let closedToOthers: FilePermissions = [
+        .groupRead, .groupWrite, .groupExecute, .otherRead, .otherWrite, .otherExecute,
+    ]
+
+    /// What the file at `path` holds (at most `limit` bytes and one more, so that the caller
+    /// can tell a file that is too large), or `nil` when there is no such file. Read only when
+    /// it is trusted: a regular file, opened without following a symbolic link, of the user's,
+    /// granting none of `forbidden`; a refusal names `what` and says how to `fix` it.
+    package static func readTrustedFile(
+        at path: String, what: String, forbidden: FilePermissions, fix: String, limit: Int
+    ) throws(StorageError) -> [UInt8]? {
         let descriptor: FileDescriptor
         do {
             descriptor = try FileDescriptor.open(FilePath(path), .readOnly, options: [.noFollow, .closeOnExec])
@@ -70,30 +89,28 @@ package enum KeyFiles {
             case .tooManySymbolicLinkLevels:
                 throw StorageError(
                     .insecureFile, path: path,
-                    reason: "The key file is a symbolic link; Latchkey reads only a file there."
-                )
+                    reason: "\(what) is a symbolic link; Latchkey reads only a file of its own there.")
             default:
-                throw StorageError(.fileNotAccessible, path: path, reason: "The key file cannot be read: \(error).")
+                throw StorageError(.fileNotAccessible, path: path, reason: "\(what) cannot be read: \(error).")
             }
         } catch {
-            throw StorageError(.fileNotAccessible, path: path, reason: "The key file cannot be read.")
+            throw StorageError(.fileNotAccessible, path: path, reason: "\(what) cannot be read.")
         }
         defer { try? descriptor.close() }
         do {
             let info = try descriptor.stat()
             guard info.type == .regular else {
-                throw StorageError(.invalidKeyFile, path: path, reason: "The key file is not a regular file.")
+                throw StorageError(
+                    .insecureFile, path: path,
+                    reason: "\(what) is not a regular file; Latchkey reads only a file of its own there.")
             }
-            try checkTrust(
-                info, path: path, what: "The key file",
-                forbidden: [.groupRead, .groupWrite, .groupExecute, .otherRead, .otherWrite, .otherExecute],
-                fix: "chmod 600")
+            try checkTrust(info, path: path, what: what, forbidden: forbidden, fix: fix)
         } catch let error as StorageError {
             throw error
         } catch {
-            throw StorageError(.fileNotAccessible, path: path, reason: "The key file cannot be examined: \(error).")
+            throw StorageError(.fileNotAccessible, path: path, reason: "\(what) cannot be examined: \(error).")
         }
-        return try parseKey(readAll(descriptor, limit: 256, path: path), path: path)
+        return try readAll(descriptor, limit: limit, path: path)
     }
 
     /// The key that `descriptor` holds (a pipe, say): 32 bytes or their base64.
@@ -118,7 +135,7 @@ package enum KeyFiles {
     private static func readAll(_ descriptor: FileDescriptor, limit: Int, path: String) throws(StorageError) -> [UInt8]
     {
         var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: limit + 1)
+        var buffer = [UInt8](repeating: 0, count: min(limit + 1, 65_536))
         while bytes.count <= limit {
             let count: Int
             do {

@@ -55,8 +55,10 @@ extension Home {
     /// when that is a terminal and the process has no controlling one), else an error.
     func readPassphrase(for path: String, confirming: Bool = false) throws -> String {
         if let descriptor = passphraseDescriptor {
-            let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: false)
+            // Read once, then closed: nothing started later inherits the pipe.
+            let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
             let data = (try? handle.readToEnd()) ?? Data()
+            try? handle.close()
             let text = String(decoding: data, as: UTF8.self)
             let line = String(text.split(separator: "\n", omittingEmptySubsequences: false).first ?? "")
             guard !line.isEmpty else {

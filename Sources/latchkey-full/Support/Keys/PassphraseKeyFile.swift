@@ -6,7 +6,7 @@ import LatchkeyCommandLine
 
 /// The store's key in a file of its own, sealed under a passphrase, for machines without a
 /// desktop keyring: the key is sealed (AES-GCM) with a key derived from the passphrase by scrypt
-/// (memory-hard: 32 MiB a guess), so a copy of the home folder alone opens nothing.
+/// (memory-hard: 128 MiB a guess), so a copy of the home folder alone opens nothing.
 struct PassphraseKeyFile: Codable {
     /// Names the format, so that a later one can be told apart.
     var format = "latchkey-passphrase-key-1"
@@ -19,12 +19,31 @@ struct PassphraseKeyFile: Codable {
     var salt: String
     var sealed: String
 
-    /// The cost a new file gets: N = 2^15, r = 8, p = 1 (32 MiB, as RFC 7914 §2 suggests for
-    /// interactive use).
-    static let cost = (n: 1 << 15, r: 8, p: 1)
+    /// The cost a new file gets: N = 2^17, r = 8, p = 1 (128 MiB and about half a second a
+    /// guess; OWASP's floor for scrypt is N = 2^17). Files made with less still open.
+    static let cost = (n: 1 << 17, r: 8, p: 1)
+
+    /// The most a file may ask for: what scrypt needs (128·N·r·p bytes, as swift-crypto
+    /// reserves it) at most 256 MiB, so that a file written by someone else cannot make every
+    /// command take gigabytes (N = 2^20, r = 32, p = 16 would be 64 GiB).
+    static let maximumMemory = 256 << 20
+
+    /// The shortest passphrase a new file takes.
+    static let minimumPassphraseLength = 8
+
+    /// Whether scrypt's parameters are ones a Latchkey file may carry.
+    static func isAcceptable(n: Int, r: Int, p: Int) -> Bool {
+        guard n > 1, n <= 1 << 20, n & (n - 1) == 0, (1...32).contains(r), (1...16).contains(p) else { return false }
+        return 128 * n * r * p <= maximumMemory
+    }
 
     /// Seals `key` under `passphrase`.
     static func seal(_ key: SymmetricKey, passphrase: String) throws -> PassphraseKeyFile {
+        guard passphrase.count >= minimumPassphraseLength else {
+            throw CLIError.input(
+                "The passphrase is shorter than \(minimumPassphraseLength) characters; choose a longer one. Nothing was changed."
+            )
+        }
         let salt = Data((0..<16).map { _ in UInt8.random(in: 0...255) })
         let wrapping = try derive(passphrase, salt: salt, n: cost.n, r: cost.r, p: cost.p)
         let box = try AES.GCM.seal(key.withUnsafeBytes { Data($0) }, using: wrapping)
@@ -36,9 +55,13 @@ struct PassphraseKeyFile: Codable {
     /// The key, opened with `passphrase`; a wrong passphrase is an input error that changes nothing.
     func open(passphrase: String, path: String) throws -> SymmetricKey {
         guard format == "latchkey-passphrase-key-1", kdf == "scrypt", let salt = Data(base64Encoded: salt),
-            let sealed = Data(base64Encoded: sealed), n > 1, n <= 1 << 20, n & (n - 1) == 0, (1...32).contains(r),
-            (1...16).contains(p)
+            let sealed = Data(base64Encoded: sealed)
         else { throw CLIError.failed("\(path) is not a passphrase-sealed Latchkey key file.") }
+        guard Self.isAcceptable(n: n, r: r, p: p) else {
+            throw CLIError.failed(
+                "\(path) asks for a passphrase cost (scrypt N=\(n), r=\(r), p=\(p)) beyond what Latchkey accepts (\(Self.maximumMemory >> 20) MiB); it was not written by Latchkey. Nothing was changed."
+            )
+        }
         let wrapping = try Self.derive(passphrase, salt: salt, n: n, r: r, p: p)
         guard let box = try? AES.GCM.SealedBox(combined: sealed), let bytes = try? AES.GCM.open(box, using: wrapping),
             bytes.count == 32
@@ -55,12 +78,20 @@ struct PassphraseKeyFile: Codable {
         }
     }
 
-    /// Reads the file at `path`.
+    /// Reads the file at `path`: a regular file (not a link) of the user's that no other user
+    /// can read or write, as a plain key file must be.
     static func read(_ path: String) throws -> PassphraseKeyFile {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw CLIError.input("The passphrase-sealed key file \(path) cannot be read.")
+        let bytes: [UInt8]?
+        do {
+            bytes = try KeyFiles.readTrustedFile(
+                at: path, what: "The passphrase-sealed key file", forbidden: KeyFiles.closedToOthers,
+                fix: "chmod 600", limit: 64 << 10)
+        } catch {
+            throw CLIError.failed(error.description)
         }
-        guard let file = try? JSONDecoder().decode(PassphraseKeyFile.self, from: data) else {
+        guard let bytes else { throw CLIError.input("The passphrase-sealed key file \(path) cannot be read.") }
+        guard bytes.count <= 64 << 10, let file = try? JSONDecoder().decode(PassphraseKeyFile.self, from: Data(bytes))
+        else {
             throw CLIError.failed("\(path) is not a passphrase-sealed Latchkey key file.")
         }
         return file
