@@ -14,6 +14,8 @@ import LatchkeyHTTP
 import LatchkeyHummingbird
 import LatchkeyPostgres
 import PostgresNIO
+import ServiceLifecycle
+import UnixSignals
 
 @main
 struct WebExample: AsyncParsableCommand {
@@ -83,7 +85,12 @@ struct WebExample: AsyncParsableCommand {
         let app = Application(
             router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)),
             onServerRunning: { _ in Self.say("listening on \(base)") })
-        try await app.runService()
+        // Stale sessions and the pending sign-ins of browsers that never came back, every minute.
+        let sweeper = WebSessionSweeper(sessions: sessions, logger: app.logger)
+        let group = ServiceGroup(
+            configuration: .init(
+                services: [app, sweeper], gracefulShutdownSignals: [.sigterm, .sigint], logger: app.logger))
+        try await group.run()
         await devProvider?.stop()
     }
 

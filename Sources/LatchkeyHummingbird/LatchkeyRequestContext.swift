@@ -1,5 +1,6 @@
 public import Hummingbird
 public import Latchkey
+public import NIOCore
 
 /// A request context that carries the signed-in user: ``WebSessionMiddleware`` fills it in.
 ///
@@ -14,10 +15,14 @@ public protocol LatchkeyRequestContext: RequestContext {
     var csrfToken: String? { get set }
 }
 
-/// A ready-made ``LatchkeyRequestContext``.
-public struct LatchkeyWebContext: LatchkeyRequestContext {
+/// A ready-made ``LatchkeyRequestContext``, which knows the client's address (for the bound on
+/// pending sign-ins per client).
+public struct LatchkeyWebContext: LatchkeyRequestContext, RemoteAddressRequestContext {
     /// Hummingbird's own context.
     public var coreContext: CoreRequestContextStorage
+    /// The address of the connection's peer (a proxy's, behind one: see
+    /// ``WebSignInRoutes/clientAddress``).
+    public let remoteAddress: SocketAddress?
     /// The request's sign-in session, or `nil` when signed out.
     public var webSession: WebSession?
     /// The signed-in user's credential.
@@ -28,5 +33,6 @@ public struct LatchkeyWebContext: LatchkeyRequestContext {
     /// Creates a context for a request.
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
+        remoteAddress = source.channel.remoteAddress
     }
 }

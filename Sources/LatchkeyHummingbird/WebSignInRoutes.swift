@@ -7,9 +7,10 @@ import Logging
 ///
 /// - `GET /login?return_to=/path`: starts a sign-in (authorization code + PKCE, `state`,
 ///   `nonce`), the pending sign-in kept in the store under a short-lived cookie, and sends the
-///   browser to the provider.
+///   browser to the provider; 429 when the client's address has too many sign-ins pending.
 /// - `GET /callback`: completes it: a new session (a new id at every sign-in, so a planted
-///   cookie is never the signed-in one), then back to `return_to`.
+///   cookie is never the signed-in one), then back to `return_to`. A redirect whose `state` is
+///   not the pending sign-in's is refused and leaves it in place.
 /// - `POST /logout` with the form field `csrf_token`: ends the session, revokes its tokens
 ///   (queued when the provider is down) and sends the browser to the provider's end-session
 ///   endpoint with `id_token_hint` and the post-logout redirect URI.
@@ -28,28 +29,40 @@ public struct WebSignInRoutes<Context: LatchkeyRequestContext>: Sendable {
     public let sessions: WebSessions
     /// Called with every sign-out's result (the per-step truth: revoked, queued…).
     public var onSignOut: @Sendable (WebSignOutResult) async -> Void
+    /// The address a request comes from, for the bound on pending sign-ins per client: by
+    /// default the connection's peer (a context that is a `RemoteAddressRequestContext`, as
+    /// ``LatchkeyWebContext`` is). Behind a proxy, read the header the proxy sets instead.
+    public var clientAddress: @Sendable (Request, Context) -> String?
     let cookies: WebCookies
 
     /// Creates the routes.
     public init(sessions: WebSessions, onSignOut: @escaping @Sendable (WebSignOutResult) async -> Void = { _ in }) {
         self.sessions = sessions
         self.onSignOut = onSignOut
+        clientAddress = { _, context in
+            guard let address = (context as? any RemoteAddressRequestContext)?.remoteAddress else { return nil }
+            return address.ipAddress ?? "\(address)"
+        }
         cookies = WebCookies(redirectURI: sessions.redirectURI)
     }
 
     /// Adds the four routes to `router`; the callback at the path of the redirect URI.
     public func register(on router: some RouterMethods<Context>) {
-        router.get("login") { request, _ in try await login(request) }
+        router.get("login") { request, context in try await login(request, client: clientAddress(request, context)) }
         router.get(RouterPath(sessions.redirectURI.path)) { request, _ in try await callback(request) }
         router.post("logout") { request, context in try await logout(request, context) }
         router.post("backchannel-logout") { request, _ in try await backChannelLogout(request) }
     }
 
-    func login(_ request: Request) async throws -> Response {
+    func login(_ request: Request, client: String?) async throws -> Response {
         let pending: PendingWebSignIn
         do {
             pending = try await sessions.beginSignIn(
-                returnTo: request.uri.queryParameters["return_to"].map(String.init))
+                returnTo: request.uri.queryParameters["return_to"].map(String.init), client: client)
+        } catch  where error.code == .tooManySignIns {
+            var response = Self.page("Too many sign-ins", error.reason, status: .tooManyRequests)
+            response.headers[.retryAfter] = "\(Int(sessions.policy.pendingSignInLifetime.timeInterval))"
+            return response
         } catch {
             return Self.page(
                 "Sign-in is unavailable", "\(error.reason) Try again shortly.", status: .serviceUnavailable)
@@ -73,7 +86,8 @@ public struct WebSignInRoutes<Context: LatchkeyRequestContext>: Sendable {
         } catch {
             var response = Self.page(
                 "Sign-in failed", error.reason, status: error.code == .storage ? .serviceUnavailable : .badRequest)
-            response.setCookie(cookies.removal(cookies.signIn))
+            // A redirect that is not this browser's own leaves its sign-in (and cookie) alone.
+            if error.code != .stateMismatch { response.setCookie(cookies.removal(cookies.signIn)) }
             return response
         }
         // A session this browser had before is ended: one browser, one session.

@@ -69,30 +69,51 @@ extension PostgresCredentialStorage: WebSessionStorage {
                 """))
     }
 
-    public func insertPendingSignIn(handle: String, payload: Data, expiresAt: Date) async throws(StorageError) {
+    public func insertPendingSignIn(
+        handle: String, payload: Data, expiresAt: Date, client: String, limit: Int, now: Date
+    ) async throws(StorageError) -> Bool {
         let sealed = try sealer.seal(payload, context: SealContext.pendingSignIn(handle))
-        try await execute(
+        // One statement: the count and the insert see one snapshot (instances inserting for
+        // one client at the same moment may each pass the bound once).
+        let inserted = try await rows(
             """
-            INSERT INTO latchkey_web_pending_sign_in (handle, sealed, expires_at)
-            VALUES (\(handle), \(sealed), \(expiresAt.timeIntervalSinceReferenceDate))
-            """, doing: "storing a pending sign-in")
+            INSERT INTO latchkey_web_pending_sign_in (handle, sealed, expires_at, client)
+            SELECT \(handle), \(sealed), \(expiresAt.timeIntervalSinceReferenceDate), \(client)
+            WHERE (SELECT count(*) FROM latchkey_web_pending_sign_in
+                   WHERE client = \(client) AND expires_at > \(now.timeIntervalSinceReferenceDate)) < \(limit)
+            RETURNING handle
+            """)
+        return !inserted.isEmpty
+    }
+
+    public func pendingSignIn(handle: String, now: Date) async throws(StorageError) -> Data? {
+        let found = try await rows(
+            """
+            SELECT sealed FROM latchkey_web_pending_sign_in
+            WHERE handle = \(handle) AND expires_at > \(now.timeIntervalSinceReferenceDate)
+            """)
+        guard let sealed = try? found.first?.decode(Data.self) else { return nil }
+        return sealer.open(sealed, context: SealContext.pendingSignIn(handle))
     }
 
     public func takePendingSignIn(handle: String, now: Date) async throws(StorageError) -> Data? {
-        let cutoff = now.timeIntervalSinceReferenceDate
-        // This one, and any other that expired unused.
         let taken = try await rows(
+            "DELETE FROM latchkey_web_pending_sign_in WHERE handle = \(handle) RETURNING sealed, expires_at")
+        guard let (sealed, expiresAt) = try? taken.first?.decode((Data, Double).self),
+            expiresAt > now.timeIntervalSinceReferenceDate
+        else { return nil }
+        return sealer.open(sealed, context: SealContext.pendingSignIn(handle))
+    }
+
+    public func removeExpiredPendingSignIns(now: Date, limit: Int) async throws(StorageError) -> Int {
+        try await rows(
             """
-            DELETE FROM latchkey_web_pending_sign_in WHERE handle = \(handle) OR expires_at <= \(cutoff)
-            RETURNING handle, sealed, expires_at
-            """)
-        for row in taken {
-            guard let (found, sealed, expiresAt) = try? row.decode((String, Data, Double).self), found == handle
-            else { continue }
-            guard expiresAt > cutoff else { return nil }
-            return sealer.open(sealed, context: SealContext.pendingSignIn(handle))
-        }
-        return nil
+            DELETE FROM latchkey_web_pending_sign_in WHERE handle IN
+                (SELECT handle FROM latchkey_web_pending_sign_in
+                 WHERE expires_at <= \(now.timeIntervalSinceReferenceDate) LIMIT \(max(0, limit)))
+            RETURNING handle
+            """
+        ).count
     }
 
     public func recordLogoutToken(_ id: String, keepUntil: Date, now: Date) async throws(StorageError) -> Bool {

@@ -113,6 +113,19 @@ enum PostgresSchema {
             WHERE failure_cause IS NULL AND last_error LIKE 'No provider is registered%'
             """,
         ],
+        [
+            // A pending sign-in names its client (a hash of its address), so that one client
+            // cannot keep more than a few pending; the expired ones are swept by their expiry.
+            "ALTER TABLE latchkey_web_pending_sign_in ADD COLUMN IF NOT EXISTS client text NOT NULL DEFAULT ''",
+            """
+            CREATE INDEX IF NOT EXISTS latchkey_web_pending_sign_in_client
+            ON latchkey_web_pending_sign_in (client, expires_at)
+            """,
+            """
+            CREATE INDEX IF NOT EXISTS latchkey_web_pending_sign_in_expiry
+            ON latchkey_web_pending_sign_in (expires_at)
+            """,
+        ],
     ]
 
     static var currentVersion: Int { migrations.count }

@@ -73,14 +73,34 @@ extension SQLiteCredentialStorage: WebSessionStorage {
         }
     }
 
-    public func insertPendingSignIn(handle: String, payload: Data, expiresAt: Date) async throws(StorageError) {
+    public func insertPendingSignIn(
+        handle: String, payload: Data, expiresAt: Date, client: String, limit: Int, now: Date
+    ) async throws(StorageError) -> Bool {
         try await write { db, sealer in
+            let pending =
+                try Int.fetchOne(
+                    db, sql: "SELECT COUNT(*) FROM web_pending_sign_in WHERE client = ? AND expires_at > ?",
+                    arguments: [client, now.timeIntervalSinceReferenceDate]) ?? 0
+            guard pending < limit else { return false }
             try db.execute(
-                sql: "INSERT INTO web_pending_sign_in (handle, sealed, expires_at) VALUES (?, ?, ?)",
+                sql: "INSERT INTO web_pending_sign_in (handle, sealed, expires_at, client) VALUES (?, ?, ?, ?)",
                 arguments: [
                     handle, try sealer.seal(payload, context: SealContext.pendingSignIn(handle)),
-                    expiresAt.timeIntervalSinceReferenceDate,
+                    expiresAt.timeIntervalSinceReferenceDate, client,
                 ])
+            return true
+        }
+    }
+
+    public func pendingSignIn(handle: String, now: Date) async throws(StorageError) -> Data? {
+        try await read { db, sealer in
+            guard
+                let row = try Row.fetchOne(
+                    db, sql: "SELECT sealed FROM web_pending_sign_in WHERE handle = ? AND expires_at > ?",
+                    arguments: [handle, now.timeIntervalSinceReferenceDate]),
+                let sealed: Data = row["sealed"]
+            else { return nil }
+            return sealer.open(sealed, context: SealContext.pendingSignIn(handle))
         }
     }
 
@@ -88,14 +108,22 @@ extension SQLiteCredentialStorage: WebSessionStorage {
         try await write { db, sealer in
             let row = try Row.fetchOne(
                 db, sql: "SELECT sealed, expires_at FROM web_pending_sign_in WHERE handle = ?", arguments: [handle])
-            // This one, and any other that expired unused.
-            try db.execute(
-                sql: "DELETE FROM web_pending_sign_in WHERE handle = ? OR expires_at <= ?",
-                arguments: [handle, now.timeIntervalSinceReferenceDate])
+            try db.execute(sql: "DELETE FROM web_pending_sign_in WHERE handle = ?", arguments: [handle])
             guard let row, let sealed: Data = row["sealed"], let expiresAt: Double = row["expires_at"],
                 expiresAt > now.timeIntervalSinceReferenceDate
             else { return nil }
             return sealer.open(sealed, context: SealContext.pendingSignIn(handle))
+        }
+    }
+
+    public func removeExpiredPendingSignIns(now: Date, limit: Int) async throws(StorageError) -> Int {
+        try await write { db, _ in
+            try db.execute(
+                sql: """
+                    DELETE FROM web_pending_sign_in WHERE handle IN
+                        (SELECT handle FROM web_pending_sign_in WHERE expires_at <= ? LIMIT ?)
+                    """, arguments: [now.timeIntervalSinceReferenceDate, max(0, limit)])
+            return db.changesCount
         }
     }
 

@@ -183,6 +183,16 @@ enum Schema {
                     ALTER TABLE refresh_lease ADD COLUMN boot_id TEXT NOT NULL DEFAULT '';
                     """)
         },
+        { db, _ in
+            // A pending sign-in names its client (a hash of its address), so that one client
+            // cannot keep more than a few pending; the expired ones are swept by their expiry.
+            try db.execute(
+                sql: """
+                    ALTER TABLE web_pending_sign_in ADD COLUMN client TEXT NOT NULL DEFAULT '';
+                    CREATE INDEX IF NOT EXISTS web_pending_sign_in_client ON web_pending_sign_in(client, expires_at);
+                    CREATE INDEX IF NOT EXISTS web_pending_sign_in_expiry ON web_pending_sign_in(expires_at);
+                    """)
+        },
     ]
 
     /// Seals every credential again with its version bound. A row that does not open is left as

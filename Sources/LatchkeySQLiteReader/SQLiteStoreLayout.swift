@@ -5,7 +5,7 @@ package import LatchkeyRecords
 /// store to this version; ``SQLiteStoreReader`` reads a store of this version and no other.
 package enum SQLiteStoreLayout {
     /// `PRAGMA user_version` of a store this Latchkey wrote (its migrations' count).
-    package static let schemaVersion = 11
+    package static let schemaVersion = 12
 }
 
 extension SealedCredential {

@@ -47,7 +47,10 @@ public enum StorageContract {
         Check(
             name: "web sessions and logout token ids: concurrent callers, one winner",
             body: WebSessionChecks.removedOnce),
-        Check(name: "pending sign-ins are taken once and expire", body: WebSessionChecks.pendingSignIns),
+        Check(name: "pending sign-ins are read, taken once and expire", body: WebSessionChecks.pendingSignIns),
+        Check(
+            name: "pending sign-ins are bounded per client and swept by their expiry",
+            body: WebSessionChecks.pendingSignInBounds),
         Check(name: "logout token ids: a replay is refused until forgotten", body: WebSessionChecks.logoutTokens),
     ]
 

@@ -64,11 +64,50 @@ enum WebSessionChecks {
     static func pendingSignIns(_ storage: Storage) async throws {
         let web = try #require(storage.capabilities.webSessions, "the storage keeps no web sessions")
         let payload = Data("verifier and nonce".utf8)
-        try await web.insertPendingSignIn(handle: "p", payload: payload, expiresAt: base.addingTimeInterval(600))
-        try await web.insertPendingSignIn(handle: "old", payload: payload, expiresAt: base.addingTimeInterval(10))
+        func insert(_ handle: String, expiresIn seconds: Double, client: String = "c1", limit: Int = 10)
+            async throws -> Bool
+        {
+            try await web.insertPendingSignIn(
+                handle: handle, payload: payload, expiresAt: base.addingTimeInterval(seconds), client: client,
+                limit: limit, now: base)
+        }
+        #expect(try await insert("p", expiresIn: 600))
+        #expect(try await insert("old", expiresIn: 10))
+        // Read, and left in place; then taken once.
+        #expect(try await web.pendingSignIn(handle: "p", now: base) == payload)
+        #expect(try await web.pendingSignIn(handle: "p", now: base) == payload)
+        #expect(try await web.pendingSignIn(handle: "old", now: base.addingTimeInterval(11)) == nil, "expired")
         #expect(try await web.takePendingSignIn(handle: "p", now: base) == payload)
         #expect(try await web.takePendingSignIn(handle: "p", now: base) == nil, "a sign-in completes once")
+        #expect(try await web.pendingSignIn(handle: "p", now: base) == nil)
         #expect(try await web.takePendingSignIn(handle: "old", now: base.addingTimeInterval(11)) == nil)
+    }
+
+    static func pendingSignInBounds(_ storage: Storage) async throws {
+        let web = try #require(storage.capabilities.webSessions, "the storage keeps no web sessions")
+        let payload = Data("verifier and nonce".utf8)
+        func insert(_ handle: String, client: String, expiresIn seconds: Double = 600, now: Date = base)
+            async throws -> Bool
+        {
+            try await web.insertPendingSignIn(
+                handle: handle, payload: payload, expiresAt: base.addingTimeInterval(seconds), client: client,
+                limit: 3, now: now)
+        }
+        #expect(try await insert("a1", client: "a", expiresIn: 10))
+        #expect(try await insert("a2", client: "a"))
+        #expect(try await insert("a3", client: "a"))
+        #expect(try await insert("a4", client: "a") == false, "a client's fourth pending sign-in")
+        #expect(try await web.pendingSignIn(handle: "a4", now: base) == nil, "nothing was kept")
+        #expect(try await insert("b1", client: "b"), "another client is not held back")
+        // Expired sign-ins count no more, and are swept by their expiry, a batch at a time.
+        let later = base.addingTimeInterval(11)
+        #expect(try await insert("a5", client: "a", now: later))
+        #expect(try await web.removeExpiredPendingSignIns(now: later, limit: 10) == 1)
+        #expect(try await web.pendingSignIn(handle: "a2", now: later) == payload)
+        let end = base.addingTimeInterval(601)
+        #expect(try await web.removeExpiredPendingSignIns(now: end, limit: 2) == 2)
+        #expect(try await web.removeExpiredPendingSignIns(now: end, limit: 10) == 2)
+        #expect(try await web.removeExpiredPendingSignIns(now: end, limit: 10) == 0)
     }
 
     static func logoutTokens(_ storage: Storage) async throws {

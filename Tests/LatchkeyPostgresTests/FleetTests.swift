@@ -98,7 +98,7 @@ struct FleetTests {
             return answer
         }
         #expect(rows == 1)
-        #expect(version == 5)  // the current schema version (PostgresSchema.migrations.count)
+        #expect(version == 6)  // the current schema version (PostgresSchema.migrations.count)
     }
 
     @Test("4 instances × 250 callers of one expired credential make one refresh request")

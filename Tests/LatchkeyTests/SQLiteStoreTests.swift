@@ -353,6 +353,9 @@ struct SQLiteStoreTests {
                 try db.execute(sql: "ALTER TABLE credential DROP COLUMN \(column)")
             }
             try db.execute(sql: "DROP TABLE refresh_lease")
+            for table in ["web_session", "web_pending_sign_in", "logout_token_seen"] {
+                try db.execute(sql: "DROP TABLE \(table)")
+            }
             try db.execute(sql: "PRAGMA user_version = 2")
         }
         try queue.close()

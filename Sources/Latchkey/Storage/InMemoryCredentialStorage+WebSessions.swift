@@ -30,14 +30,29 @@ extension InMemoryCredentialStorage: WebSessionStorage {
         Array(webSessionRecords.values.filter { $0.expiresAt <= date || $0.lastSeenAt < idleBefore }.prefix(limit))
     }
 
-    public func insertPendingSignIn(handle: String, payload: Data, expiresAt: Date) throws(StorageError) {
-        pendingSignIns[handle] = (payload, expiresAt)
+    public func insertPendingSignIn(
+        handle: String, payload: Data, expiresAt: Date, client: String, limit: Int, now: Date
+    ) throws(StorageError) -> Bool {
+        let pending = pendingSignIns.values.count { $0.client == client && $0.expiresAt > now }
+        guard pending < limit else { return false }
+        pendingSignIns[handle] = (payload, expiresAt, client)
+        return true
+    }
+
+    public func pendingSignIn(handle: String, now: Date) throws(StorageError) -> Data? {
+        guard let pending = pendingSignIns[handle], pending.expiresAt > now else { return nil }
+        return pending.payload
     }
 
     public func takePendingSignIn(handle: String, now: Date) throws(StorageError) -> Data? {
-        pendingSignIns = pendingSignIns.filter { $0.value.expiresAt > now || $0.key == handle }
         guard let pending = pendingSignIns.removeValue(forKey: handle), pending.expiresAt > now else { return nil }
         return pending.payload
+    }
+
+    public func removeExpiredPendingSignIns(now: Date, limit: Int) throws(StorageError) -> Int {
+        let expired = pendingSignIns.filter { $0.value.expiresAt <= now }.keys.prefix(max(0, limit))
+        for handle in expired { pendingSignIns[handle] = nil }
+        return expired.count
     }
 
     public func recordLogoutToken(_ id: String, keepUntil: Date, now: Date) throws(StorageError) -> Bool {

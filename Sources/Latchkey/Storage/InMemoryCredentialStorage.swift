@@ -17,7 +17,7 @@ public actor InMemoryCredentialStorage: CredentialStorage, OutboxStorage, DPoPNo
     /// Web sessions by handle, pending sign-ins, and the logout tokens seen (see
     /// `InMemoryCredentialStorage+WebSessions.swift`).
     var webSessionRecords: [String: WebSession] = [:]
-    var pendingSignIns: [String: (payload: Data, expiresAt: Date)] = [:]
+    var pendingSignIns: [String: (payload: Data, expiresAt: Date, client: String)] = [:]
     var logoutTokensSeen: [String: Date] = [:]
 
     /// Creates empty storage.

@@ -56,19 +56,25 @@ public struct WebSessionPolicy: Sendable, Hashable {
     /// `exp`: without this bound, a captured token would be good forever). Token ids are
     /// remembered for at least this long plus the leeway, so a replay inside the window is refused.
     public var logoutTokenMaximumAge: Duration
+    /// The most sign-ins one client address may have pending at once: an anonymous visitor
+    /// cannot fill the shared store by asking for sign-in pages (each kept until it expires).
+    /// Generous, as users behind one NAT share an address.
+    public var pendingSignInsPerClient: Int
 
     /// Creates a policy: 8 hours idle, 24 hours at most, 10 minutes to sign in, a last use
-    /// written at most once a minute, logout tokens without `exp` taken for 2 minutes.
+    /// written at most once a minute, logout tokens without `exp` taken for 2 minutes, at most
+    /// 50 sign-ins pending per client address.
     public init(
         idleLifetime: Duration = .seconds(8 * 3_600), absoluteLifetime: Duration = .seconds(24 * 3_600),
         pendingSignInLifetime: Duration = .seconds(600), touchInterval: Duration = .seconds(60),
-        logoutTokenMaximumAge: Duration = .seconds(120)
+        logoutTokenMaximumAge: Duration = .seconds(120), pendingSignInsPerClient: Int = 50
     ) {
         self.idleLifetime = idleLifetime
         self.absoluteLifetime = absoluteLifetime
         self.pendingSignInLifetime = pendingSignInLifetime
         self.touchInterval = touchInterval
         self.logoutTokenMaximumAge = logoutTokenMaximumAge
+        self.pendingSignInsPerClient = pendingSignInsPerClient
     }
 }
 

@@ -3,13 +3,19 @@ public struct WebSignInError: Error, Sendable, CustomStringConvertible {
     /// What went wrong.
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         private enum Base: String, Sendable, Hashable {
-            case unknownSignIn, provider, storage
+            case unknownSignIn, stateMismatch, tooManySignIns, provider, storage
         }
         private let base: Base
 
         /// The browser came back without a pending sign-in of this app: its cookie is missing,
         /// expired, or the sign-in was already completed (a redirect replayed).
         public static let unknownSignIn = Code(base: .unknownSignIn)
+        /// The redirect's `state` is not the pending sign-in's: another site sent the browser
+        /// there. The pending sign-in stays, so the user's own sign-in still completes.
+        public static let stateMismatch = Code(base: .stateMismatch)
+        /// The client address has as many sign-ins pending as
+        /// ``WebSessionPolicy/pendingSignInsPerClient`` allows; nothing was kept (answer 429).
+        public static let tooManySignIns = Code(base: .tooManySignIns)
         /// The provider refused or could not be reached; ``WebSignInError/underlying`` says how.
         public static let provider = Code(base: .provider)
         /// The store failed; the grant the provider issued was revoked.

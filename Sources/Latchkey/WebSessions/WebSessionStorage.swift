@@ -30,12 +30,24 @@ public protocol WebSessionStorage: Sendable {
     func staleWebSessions(expiredAt date: Date, idleBefore: Date, limit: Int) async throws(StorageError)
         -> [WebSession]
 
-    /// Keeps a pending sign-in (`payload`: what completing it needs) under `handle` until `expiresAt`.
-    func insertPendingSignIn(handle: String, payload: Data, expiresAt: Date) async throws(StorageError)
+    /// Keeps a pending sign-in (`payload`: what completing it needs) under `handle` until
+    /// `expiresAt`, unless `client` (a hash of the client's address, or empty when unknown)
+    /// already has `limit` pending sign-ins that have not expired by `now`: then nothing is
+    /// kept and the answer is `false`. (A bound, not a count to the unit: instances inserting
+    /// for one client at the same moment may each pass it once.)
+    func insertPendingSignIn(handle: String, payload: Data, expiresAt: Date, client: String, limit: Int, now: Date)
+        async throws(StorageError) -> Bool
+
+    /// The payload of the pending sign-in under `handle`, left in place, or `nil` when there
+    /// is none or it expired before `now`.
+    func pendingSignIn(handle: String, now: Date) async throws(StorageError) -> Data?
 
     /// Removes the pending sign-in under `handle` and returns its payload, or `nil` when there
     /// is none or it expired before `now`: a pending sign-in is completed once.
     func takePendingSignIn(handle: String, now: Date) async throws(StorageError) -> Data?
+
+    /// Removes pending sign-ins that expired before `now`, at most `limit`; returns how many.
+    func removeExpiredPendingSignIns(now: Date, limit: Int) async throws(StorageError) -> Int
 
     /// Records that a logout token with `id` (its issuer and `jti`) was seen, to be remembered
     /// until `keepUntil` (when the token could no longer be accepted), and forgets those whose

@@ -27,8 +27,14 @@ extension WebSessions {
     /// Starts a sign-in: a fresh `state`, `nonce` and PKCE pair, kept in the store (sealed)
     /// under the hash of a new cookie value.
     ///
-    /// - Parameter returnTo: the app's path to come back to (anything else becomes `/`).
-    public func beginSignIn(returnTo: String? = nil) async throws(WebSignInError) -> PendingWebSignIn {
+    /// - Parameters:
+    ///   - returnTo: the app's path to come back to (anything else becomes `/`).
+    ///   - client: the client's address (or any key an app limits by): it may have at most
+    ///     ``WebSessionPolicy/pendingSignInsPerClient`` sign-ins pending. Only its hash is kept.
+    /// - Throws: ``WebSignInError/Code/tooManySignIns`` beyond that bound.
+    public func beginSignIn(returnTo: String? = nil, client: String? = nil) async throws(WebSignInError)
+        -> PendingWebSignIn
+    {
         let request: AuthorizationRequest
         do {
             let (provider, redirectURI) = (self.provider, self.redirectURI)
@@ -39,11 +45,19 @@ extension WebSessions {
             throw WebSignInError(.provider, reason: "The sign-in could not be started.", underlying: error)
         }
         let cookie = SessionSecret.make()
+        let now = self.now
         let expiresAt = now.addingTimeInterval(policy.pendingSignInLifetime.timeInterval)
         do {
             let payload = try JSONEncoder().encode(PendingSignIn(request, returnTo: Self.safeReturnPath(returnTo)))
-            try await storage.insertPendingSignIn(
-                handle: SessionSecret.handle(of: cookie), payload: payload, expiresAt: expiresAt)
+            let kept = try await storage.insertPendingSignIn(
+                handle: SessionSecret.handle(of: cookie), payload: payload, expiresAt: expiresAt,
+                client: SessionSecret.handle(of: client ?? ""), limit: policy.pendingSignInsPerClient, now: now)
+            guard kept else {
+                throw WebSignInError(
+                    .tooManySignIns, reason: "Too many sign-ins were started from this address; try again later.")
+            }
+        } catch let error as WebSignInError {
+            throw error
         } catch let error as StorageError {
             throw WebSignInError(.storage, reason: "The sign-in could not be kept.", underlying: error)
         } catch {
@@ -65,12 +79,22 @@ extension WebSessions {
         }
         let pending: PendingSignIn
         do {
-            guard
-                let payload = try await storage.takePendingSignIn(
-                    handle: SessionSecret.handle(of: pendingCookie), now: now)
-            else {
+            let handle = SessionSecret.handle(of: pendingCookie)
+            // Read first, taken only once the redirect is its own: a redirect another site sent
+            // the browser to, with a `state` of its own, leaves the user's sign-in in place.
+            guard let kept = try await storage.pendingSignIn(handle: handle, now: now) else {
+                throw Self.unknownSignIn
+            }
+            let expected = try JSONDecoder().decode(PendingSignIn.self, from: kept).state
+            let state = URLComponents(url: callbackURL, resolvingAgainstBaseURL: false)?.queryItems?
+                .first { $0.name == "state" }?.value
+            guard state == expected else {
                 throw WebSignInError(
-                    .unknownSignIn, reason: "The sign-in expired or was already completed; sign in again.")
+                    .stateMismatch,
+                    reason: "The redirect does not belong to this browser's sign-in; it is still waiting to complete.")
+            }
+            guard let payload = try await storage.takePendingSignIn(handle: handle, now: now) else {
+                throw Self.unknownSignIn
             }
             pending = try JSONDecoder().decode(PendingSignIn.self, from: payload)
         } catch let error as WebSignInError {
@@ -93,6 +117,11 @@ extension WebSessions {
                 underlying: error)
         }
         return try await startSession(for: credential, returnTo: pending.returnTo)
+    }
+
+    /// The browser's sign-in is not (or no longer) kept.
+    private static var unknownSignIn: WebSignInError {
+        WebSignInError(.unknownSignIn, reason: "The sign-in expired or was already completed; sign in again.")
     }
 
     /// Makes a new session for a stored sign-in. A session that cannot be written leaves no

@@ -102,6 +102,31 @@ public final class WebSessions: Sendable {
         return ended
     }
 
+    /// Removes the pending sign-ins that expired (browsers that never came back), at most
+    /// `limit` at a time; returns how many.
+    public func removeExpiredSignIns(limit: Int = 1_000) async throws(StorageError) -> Int {
+        try await storage.removeExpiredPendingSignIns(now: now, limit: limit)
+    }
+
+    /// What an app runs on a schedule (`LatchkeyHummingbird`'s `WebSessionSweeper` does, every
+    /// minute): ends the sessions past their lifetime and removes the expired pending sign-ins,
+    /// each until none is left. Returns how many of each.
+    public func sweep(batch: Int = 1_000) async throws(StorageError) -> (sessions: Int, signIns: Int) {
+        var sessions = 0
+        var signIns = 0
+        while true {
+            let ended = try await endStaleSessions(limit: batch)
+            sessions += ended
+            if ended < batch { break }
+        }
+        while true {
+            let removed = try await removeExpiredSignIns(limit: batch)
+            signIns += removed
+            if removed < batch { break }
+        }
+        return (sessions, signIns)
+    }
+
     /// A path of this app to go back to: `path` when it is one (starts with a single `/`, no
     /// backslash, no scheme), `/` otherwise, so that a sign-in never redirects to another site.
     public static func safeReturnPath(_ path: String?) -> String {

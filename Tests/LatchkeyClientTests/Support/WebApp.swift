@@ -35,7 +35,8 @@ struct WebApp {
 
     static func start(
         port: Int, issuer: URL, store: CredentialStore = .inMemory(), clientID: String = "web-app",
-        secret: String = "web-app-secret", policy: WebSessionPolicy = WebSessionPolicy(), publicBase: URL? = nil
+        secret: String = "web-app-secret", policy: WebSessionPolicy = WebSessionPolicy(), publicBase: URL? = nil,
+        sweepEvery interval: Duration? = nil
     ) async throws -> WebApp {
         let provider = OpenIDProvider(
             configuration: OpenIDProviderConfiguration(
@@ -64,7 +65,9 @@ struct WebApp {
         let app = Application(
             router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)),
             onServerRunning: { _ in continuation.finish() })
-        let group = ServiceGroup(configuration: .init(services: [app], logger: app.logger))
+        let sweeper = interval.map { WebSessionSweeper(sessions: sessions, interval: $0) }
+        let services: [any Service] = [app] + (sweeper.map { [$0] } ?? [])
+        let group = ServiceGroup(configuration: .init(services: services, logger: app.logger))
         let task = Task { try await group.run() }
         for await _ in running {}
         return WebApp(base: base, sessions: sessions, signOuts: recorder, task: task, group: group)

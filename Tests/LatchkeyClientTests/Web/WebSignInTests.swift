@@ -23,13 +23,14 @@ struct WebSignInTests {
     /// Runs `body` with a provider and an app in this process, both stopped after.
     static func withApp(
         sessionRequired: Bool? = nil, store: CredentialStore = .inMemory(),
-        policy: WebSessionPolicy = WebSessionPolicy(),
-        publicBase: URL? = nil, _ body: (DevProvider, WebApp) async throws -> Void
+        policy: WebSessionPolicy = WebSessionPolicy(), publicBase: URL? = nil, sweepEvery: Duration? = nil,
+        _ body: (DevProvider, WebApp) async throws -> Void
     ) async throws {
         let port = try await FreePort.pick()
         let provider = try await provider(port: port, sessionRequired: sessionRequired, clock: store.clock)
         let app = try await WebApp.start(
-            port: port, issuer: provider.issuer, store: store, policy: policy, publicBase: publicBase)
+            port: port, issuer: provider.issuer, store: store, policy: policy, publicBase: publicBase,
+            sweepEvery: sweepEvery)
         do {
             try await body(provider, app)
         } catch {
