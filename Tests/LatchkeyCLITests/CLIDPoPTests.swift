@@ -107,6 +107,17 @@ struct CLIDPoPTests {
             // A proof is for one request: the same headers again are a replay.
             let replay = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
             #expect(replay.status.code == 401)
+            // The URL as a user may spell it: the proof's htu is what the server compares
+            // (RFC 9449 §4.3: scheme lower case, no query, no fragment).
+            let spelled = url.replacingOccurrences(of: "http://", with: "HTTP://") + "?pretty=1#top"
+            let normalized = try await device.run("proof", "GET", spelled)
+            #expect(normalized.status == 0, "\(normalized.stderr)")
+            var again = HTTPClientRequest(url: url + "?pretty=1")
+            for line in normalized.stdout.split(separator: "\n") {
+                let parts = line.split(separator: ":", maxSplits: 1)
+                again.headers.add(name: String(parts[0]), value: parts[1].trimmingCharacters(in: .whitespaces))
+            }
+            #expect(try await HTTPClient.shared.execute(again, timeout: .seconds(10)).status.code == 200)
         }
     }
 

@@ -61,6 +61,21 @@ struct DPoPProofTests {
         #expect(claims.nonce == "eyJ7S_zG.eyJH0-Z.HX4w-7v")
     }
 
+    @Test(
+        "htu is normalized as a server compares it (RFC 9449 §4.3): scheme and host lower case, default port dropped, path as sent",
+        arguments: [
+            ("HTTPS://API.Example.COM:443/a%2Fb/../c?q=1#frag", "https://api.example.com/a%2Fb/../c"),
+            ("https://api.example.com:8443/Path", "https://api.example.com:8443/Path"),
+            ("http://127.0.0.1:80/x", "http://127.0.0.1/x"),
+            ("http://127.0.0.1:8080/x", "http://127.0.0.1:8080/x"),
+            ("https://user:secret@api.example.com", "https://api.example.com/"),
+            ("https://[::1]:443/v1", "https://[::1]/v1"),
+        ])
+    func normalizedTarget(_ given: String, _ expected: String) throws {
+        let proof = DPoPProof(method: "GET", url: try #require(URL(string: given)), issuedAt: Date())
+        #expect(proof.targetURI == expected)
+    }
+
     @Test("at the token endpoint a proof has no ath and no nonce until one is asked for; every proof has its own jti")
     func tokenEndpointProof() async throws {
         let key = DPoPKey()

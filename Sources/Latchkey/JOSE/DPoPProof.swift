@@ -31,13 +31,25 @@ package struct DPoPProof: Sendable {
         self.id = id
     }
 
-    /// `htu`: the URL without its query and fragment (RFC 9449 §4.2).
+    /// `htu`: the URL without its query and fragment (RFC 9449 §4.2), normalized as a server
+    /// compares it (§4.3, RFC 3986 §6.2.2–6.2.3): scheme and host in lower case, the scheme's
+    /// default port dropped, an empty path as `/`, no user information; the path otherwise as
+    /// sent (its percent-encoding and dot segments untouched).
     package var targetURI: String {
         guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else {
             return url.absoluteString
         }
         components.query = nil
         components.fragment = nil
+        components.user = nil
+        components.password = nil
+        let scheme = components.scheme?.lowercased()
+        components.scheme = scheme
+        components.percentEncodedHost = components.percentEncodedHost?.lowercased()
+        if (scheme == "https" && components.port == 443) || (scheme == "http" && components.port == 80) {
+            components.port = nil
+        }
+        if components.percentEncodedPath.isEmpty { components.percentEncodedPath = "/" }
         return components.string ?? url.absoluteString
     }
 
