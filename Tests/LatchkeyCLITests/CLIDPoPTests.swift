@@ -121,6 +121,27 @@ struct CLIDPoPTests {
         }
     }
 
+    @Test(
+        "a provider that answers a DPoP sign-in or refresh with bearer tokens: the message says DPoP, and a bound account stays bound"
+    )
+    func bearerAnswers() async throws {
+        try await withBoundAccount { dev, device in
+            dev.faults.set(DevProviderFault(replacedFields: ["token_type": #""Bearer""#], remaining: 1), for: .token)
+            let login = try await device.run(
+                arguments: ["login", "--username", "bob", "--password-stdin"], input: "bob-password")
+            #expect(login.status != 0)
+            #expect(login.stderr.contains("DPoP"), "\(login.stderr)")
+            #expect(!login.stderr.contains("password grant"), "\(login.stderr)")
+            dev.faults.set(DevProviderFault(replacedFields: ["token_type": #""Bearer""#], remaining: 1), for: .token)
+            let refresh = try await device.run("refresh")
+            #expect(refresh.status != 0)
+            #expect(refresh.stderr.contains("DPoP"), "\(refresh.stderr)")
+            let token = try await device.run("token", "--format", "json")
+            #expect(token.object["tokenType"] as? String == "DPoP", "\(token.stdout)")
+            #expect(try await device.run("userinfo").status == 0)
+        }
+    }
+
     @Test("token --resource and --scope print a token for that audience and those scopes")
     func resourceTokens() async throws {
         try await withBoundAccount { _, device in

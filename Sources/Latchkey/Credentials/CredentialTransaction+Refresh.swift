@@ -48,7 +48,7 @@ extension CredentialTransaction {
             var answer: Token
             do {
                 store.logger.debug("refreshing", metadata: ["credential": "\(id)"])
-                answer = try await Self.send(current.token, to: provider)
+                answer = try await exchange(current.token, with: provider)
             } catch  where error.requiresSignIn {
                 guard let again = try await storedAgain(), again.token.refreshToken != current.token.refreshToken else {
                     await markNeedsSignIn(rejected: current.token.refreshToken)
@@ -58,7 +58,7 @@ extension CredentialTransaction {
                     "refresh token rotated elsewhere; using the new one", metadata: ["credential": "\(id)"])
                 current = again
                 if again.satisfies(need, at: store.clock.date) { return .success(Refreshed(token: again.token)) }
-                answer = try await Self.send(again.token, to: provider)
+                answer = try await exchange(again.token, with: provider)
             }
             let (stored, pendingIDToken) = try await storeAnswer(answer, replacing: current)
             guard let pendingIDToken else { return .success(Refreshed(token: stored.token)) }
@@ -83,6 +83,44 @@ extension CredentialTransaction {
             return try await reread()
         } catch {
             throw .storage(error)
+        }
+    }
+
+    /// Sends `token`'s refresh token to the provider (see ``keepingRotatedRefreshToken(of:_:)``).
+    private func exchange(_ token: Token, with provider: any IdentityProvider) async throws(ProviderError) -> Token {
+        try await keepingRotatedRefreshToken(of: token) { () async throws(ProviderError) in
+            try await Self.send(token, to: provider)
+        }
+    }
+
+    /// Runs `body`, which spends `token`'s refresh token. An answer refused as a whole that
+    /// carried a rotated refresh token (``RotatedRefreshToken``) leaves that token stored in
+    /// place of the one sent — the only live one now — and the rest of the credential as it
+    /// was; the refusal is thrown without it.
+    func keepingRotatedRefreshToken<Value: Sendable>(
+        of token: Token, _ body: () async throws(ProviderError) -> Value
+    ) async throws(ProviderError) -> Value {
+        do {
+            return try await body()
+        } catch {
+            guard let rotated = error.underlying as? RotatedRefreshToken else { throw error }
+            let sent = token.refreshToken
+            do {
+                try await update { credential in
+                    guard credential.token.refreshToken == sent else { return }
+                    var kept = credential.token
+                    kept.refreshToken = rotated.value
+                    credential.replaceToken(with: kept)
+                }
+            } catch {
+                store.logger.warning(
+                    "the rotated refresh token of a refused answer could not be stored",
+                    metadata: ["credential": "\(id)", "error": "\(error)"])
+            }
+            throw ProviderError(
+                error.code, endpoint: error.endpoint, reason: error.reason, oauthError: error.oauthError,
+                errorDescription: error.errorDescription, status: error.status, retryAfter: error.retryAfter,
+                underlying: nil)
         }
     }
 

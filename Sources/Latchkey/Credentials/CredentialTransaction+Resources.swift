@@ -32,14 +32,19 @@ extension CredentialTransaction {
         var answer: Token
         do {
             store.logger.debug("asking for a resource's access token", metadata: ["credential": "\(id)"])
-            answer = try await provider.exchangeRefreshToken(of: current.token, resource: resource, scopes: scopes)
+            let token = current.token
+            answer = try await keepingRotatedRefreshToken(of: token) { () async throws(ProviderError) in
+                try await provider.exchangeRefreshToken(of: token, resource: resource, scopes: scopes)
+            }
         } catch  where error.requiresSignIn {
             guard let again = try await storedAgain(), again.token.refreshToken != current.token.refreshToken else {
                 await markNeedsSignIn(rejected: current.token.refreshToken)
                 throw error
             }
             current = again
-            answer = try await provider.exchangeRefreshToken(of: again.token, resource: resource, scopes: scopes)
+            answer = try await keepingRotatedRefreshToken(of: again.token) { () async throws(ProviderError) in
+                try await provider.exchangeRefreshToken(of: again.token, resource: resource, scopes: scopes)
+            }
         }
         guard let accessToken = answer.accessToken else {
             throw ProviderError(

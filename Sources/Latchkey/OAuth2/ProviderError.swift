@@ -9,7 +9,7 @@ public struct ProviderError: Error, Sendable, CustomStringConvertible {
         private enum Base: String, Sendable, Hashable {
             case oauth, httpStatus, transport, invalidResponse, insecureEndpoint, missingEndpoint, idTokenRejected,
                 stateMismatch, timedOut, signInRequired, storage, unsupported, cancelled, dpopKeyUnavailable,
-                invalidArgument, noProviderRegistered, invalidEndpoint
+                invalidArgument, noProviderRegistered, invalidEndpoint, dpopNotHonored
         }
 
         private let base: Base
@@ -52,6 +52,11 @@ public struct ProviderError: Error, Sendable, CustomStringConvertible {
         /// An endpoint's URL (from the provider's metadata, the configuration or the caller) is
         /// not one a request can go to: relative, or without a scheme or host; nothing was sent.
         public static let invalidEndpoint = Code(base: .invalidEndpoint)
+        /// The provider answered a request that carried a DPoP proof with tokens that are not
+        /// DPoP-bound (`token_type` other than `DPoP`) where binding is required: by the
+        /// configuration (``DPoPPolicy/required``) at a sign-in, whose tokens were revoked; or
+        /// by the credential, bound already, at a refresh, whose stored tokens were kept.
+        public static let dpopNotHonored = Code(base: .dpopNotHonored)
 
         public var description: String { base.rawValue }
     }

@@ -41,9 +41,9 @@ extension OpenIDProvider {
         if configuration.dpop == .required, token.tokenType.lowercased() != "dpop" {
             await discard(token, logger: logger)
             throw ProviderError(
-                .unsupported, endpoint: .token,
+                .dpopNotHonored, endpoint: .token,
                 reason:
-                    "The provider issued \(token.tokenType) tokens, not DPoP-bound ones, and this provider's configuration requires DPoP; they were revoked."
+                    "The provider issued \(token.tokenType) tokens, not DPoP-bound ones, and this provider's configuration requires DPoP; they were revoked. Enable DPoP for this client at the provider."
             )
         }
         return token

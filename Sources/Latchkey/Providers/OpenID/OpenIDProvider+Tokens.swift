@@ -25,8 +25,21 @@ extension OpenIDProvider {
         do {
             response = try TokenResponse(fields: fields)
         } catch {
-            throw ProviderError(
-                .invalidResponse, endpoint: .token, reason: "The token response is not valid.", underlying: error)
+            guard previous != nil else {
+                throw ProviderError(
+                    .invalidResponse, endpoint: .token, reason: "The token response is not valid.", underlying: error)
+            }
+            throw RotatedRefreshToken.refusal(
+                .invalidResponse, reason: "The refresh answer is not valid: \(error)", fields: fields,
+                underlying: error)
+        }
+        if previous?.dpop != nil, response.tokenType.lowercased() != "dpop" {
+            // A bound credential never becomes a bearer one: its stored tokens stay.
+            throw RotatedRefreshToken.refusal(
+                .dpopNotHonored,
+                reason:
+                    "The provider answered the refresh of DPoP-bound tokens with \(response.tokenType) tokens; they were refused and the bound tokens kept.",
+                fields: fields, underlying: nil)
         }
         if !response.ignoredFields.isEmpty {
             logger.notice(

@@ -1,0 +1,73 @@
+import Foundation
+import Latchkey
+import LatchkeyDevProvider
+import LatchkeyTestSupport
+import Testing
+
+/// A refresh answer refused as a whole still carried the provider's rotated refresh token: it is
+/// kept (the only live one), and nothing else of the answer is. Against the development
+/// provider, which ends the grant when an old refresh token comes back.
+@Suite("Refused refresh answers")
+struct RefusedRefreshAnswerTests {
+    @Test(
+        "a refresh answer whose token_type is not a string is refused, and the rotated refresh token it carries is kept",
+        arguments: ["123", #"{"kind":"Bearer"}"#, "null"])
+    func unreadableTokenType(_ value: String) async throws {
+        try await withHarness(.dev) { harness in
+            let dev = try #require(harness.dev)
+            let credential = try await harness.provider.signIn(
+                .password(username: "alice", password: "alice-password"), into: harness.store)
+            let before = try await credential.token
+            dev.faults.set(DevProviderFault(replacedFields: ["token_type": value], remaining: 1), for: .token)
+            let error = await #expect(throws: ProviderError.self) { try await credential.refresh() }
+            #expect(error?.code == .invalidResponse, "\(error.map { "\($0)" } ?? "")")
+            #expect(error?.underlying == nil, "the refusal carries no token")
+            let kept = try await credential.token
+            #expect(kept.refreshToken != before.refreshToken, "the rotated refresh token was stored")
+            #expect(kept.accessToken == before.accessToken, "nothing else of the answer")
+            #expect(try await credential.stored().state.needsSignIn == false)
+            let next = try await credential.refresh()
+            #expect(next.refreshToken != kept.refreshToken, "the grant is alive: the kept token was the live one")
+        }
+    }
+
+    @Test(
+        "a DPoP-bound credential answered with bearer tokens never downgrades: refused as the provider's error, the bound tokens kept"
+    )
+    func boundNeverDowngrades() async throws {
+        try await withHarness(.dev, tweak: { $0.dpop = .required }) { harness in
+            let dev = try #require(harness.dev)
+            let credential = try await harness.provider.signIn(
+                .password(username: "alice", password: "alice-password"), into: harness.store)
+            let before = try await credential.token
+            #expect(before.tokenType == "DPoP")
+            dev.faults.set(DevProviderFault(replacedFields: ["token_type": #""Bearer""#], remaining: 1), for: .token)
+            let error = await #expect(throws: ProviderError.self) { try await credential.refresh() }
+            #expect(error?.code == .dpopNotHonored, "\(error.map { "\($0)" } ?? "")")
+            let kept = try await credential.token
+            #expect(kept.tokenType == "DPoP")
+            #expect(kept.dpop == before.dpop)
+            #expect(kept.accessToken == before.accessToken)
+            #expect(kept.refreshToken != before.refreshToken, "the rotated refresh token was stored")
+            // Every request still carries a proof, and the grant is alive.
+            #expect(try await credential.userInfo()["preferred_username"] == .string("alice"))
+            let next = try await credential.refresh()
+            #expect(next.tokenType == "DPoP")
+        }
+    }
+
+    @Test("a sign-in whose provider ignores the proof under DPoP required says so, and leaves no grant alive")
+    func signInWithoutBinding() async throws {
+        try await withHarness(.dev, tweak: { $0.dpop = .required }) { harness in
+            let dev = try #require(harness.dev)
+            dev.faults.set(DevProviderFault(replacedFields: ["token_type": #""Bearer""#], remaining: 1), for: .token)
+            let error = await #expect(throws: ProviderError.self) {
+                try await harness.provider.signIn(
+                    .password(username: "alice", password: "alice-password"), into: harness.store)
+            }
+            #expect(error?.code == .dpopNotHonored)
+            #expect(error?.description.contains("DPoP") == true)
+            #expect(try await harness.store.all().isEmpty)
+        }
+    }
+}
