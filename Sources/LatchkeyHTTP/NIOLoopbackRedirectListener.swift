@@ -80,6 +80,10 @@ public struct NIOLoopbackRedirectListener: LoopbackRedirectListener {
                 return first
             }
             guard let result else {
+                if Task.isCancelled {
+                    throw ProviderError(
+                        .cancelled, endpoint: .authorization, reason: "Waiting for the browser was cancelled.")
+                }
                 throw ProviderError(
                     .timedOut, endpoint: .authorization, reason: "The browser did not come back in time.")
             }

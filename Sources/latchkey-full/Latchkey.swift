@@ -85,7 +85,7 @@ enum Main {
             let code = LatchkeyCommand.exitCode(for: error)
             if code == .validationFailure {
                 // Usage errors are exit status 2, as the tool's contract says.
-                FileHandle.standardError.write(Data((LatchkeyCommand.fullMessage(for: error) + "\n").utf8))
+                writeAll(STDERR_FILENO, LatchkeyCommand.fullMessage(for: error) + "\n")
                 exit(ExitStatus.usage.rawValue)
             }
             SignalDeferral.endIfSignalled()

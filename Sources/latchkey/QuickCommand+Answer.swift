@@ -95,17 +95,3 @@ extension QuickCommand {
         writeAll(STDOUT_FILENO, Array(text.utf8))
     }
 }
-
-/// Writes all of `bytes` to `descriptor` (write(2) may write part of them, or be interrupted);
-/// whether all were written.
-@discardableResult
-func writeAll(_ descriptor: Int32, _ bytes: [UInt8]) -> Bool {
-    var rest = bytes[...]
-    while !rest.isEmpty {
-        let written = rest.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-        if written < 0, errno == EINTR { continue }
-        guard written > 0 else { return false }
-        rest = rest.dropFirst(written)
-    }
-    return true
-}

@@ -70,8 +70,8 @@ struct CLIRefreshTests: DevProviderCLITest {
     }
 
     @Test(
-        "SIGINT, SIGTERM or SIGHUP while a refresh answer is on its way: the answer is stored, then the process ends by the signal",
-        arguments: [SIGINT, SIGTERM, SIGHUP])
+        "any ending signal while a refresh answer is on its way: the answer is stored, then the process ends by the signal",
+        arguments: [SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGALRM, SIGPIPE])
     func signalDuringRefresh(_ signal: Int32) async throws {
         try await withDevices { dev, a, _ in
             #expect(try await login(a, "alice").status == 0)
@@ -83,11 +83,38 @@ struct CLIRefreshTests: DevProviderCLITest {
             while dev.faults.count("token.refresh_token") == 0 { try await Task.sleep(for: .milliseconds(5)) }
             refresh.send(signal: signal)
             let ended = try await refresh.finish()
-            #expect(ended.status == signal, "ends by the signal: \(ended.stderr)")
+            // SIGPIPE ends nothing in a process that has opened a socket: SwiftNIO ignores it
+            // process-wide (Linux has no per-socket way), as the shell's pipeline would not.
+            #expect(
+                ended.status == signal || (signal == SIGPIPE && ended.status == 0),
+                "ends by the signal: \(ended.stderr)")
             // The rotated refresh token was stored: the next refresh is not a replay.
             let next = try await a.run("refresh")
             #expect(next.status == 0, "\(next.stderr)")
             #expect(await dev.liveGrants(of: "alice") == 1)
+        }
+    }
+
+    @Test(
+        "Ctrl-C after the token endpoint answered a sign-in: the grant it issued is revoked, nothing is stored",
+        .timeLimit(.minutes(TestTiming.minutes(2))))
+    func interruptedSignIn() async throws {
+        try await withDevices { dev, a, _ in
+            // The provider issues the grant, then holds its answer: Ctrl-C comes meanwhile.
+            dev.faults.set(DevProviderFault(answerDelayMilliseconds: 1_000, remaining: 1), for: .token)
+            let login = try await ChildProcess.start(
+                CLI.binary, ["--home", a.path, "login", "--username", "alice", "--password-stdin"],
+                environment: CLI.environment(), input: "alice-password\n")
+            while dev.faults.count("token.password") == 0 {
+                try #require(!login.hasEnded, "login ended before it asked for a token")
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            login.send(signal: SIGINT)
+            let ended = try await login.finish()
+            #expect(ended.status == SIGINT, "ends by the signal: \(ended.stderr)")
+            #expect(await dev.liveGrants(of: "alice") == 0, "the grant it got was revoked")
+            let accounts = try await a.run("accounts", "--json")
+            #expect(accounts.array.isEmpty, "nothing was stored: \(accounts.stdout)")
         }
     }
 }

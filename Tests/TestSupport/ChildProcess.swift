@@ -150,6 +150,9 @@ public final class ChildProcess: Sendable {
     /// Closes standard input.
     public func closeInput() { input.finish() }
 
+    /// Whether the process has closed both its outputs (it has ended, or writes nothing more).
+    public var hasEnded: Bool { output.withLockedValue { $0.ended } }
+
     /// Sends `signal` (SIGINT, SIGKILL, …) to the process.
     public func send(signal: Int32) { _ = kill(processIdentifier, signal) }
 

@@ -159,20 +159,35 @@ extension IdentityProvider {
     }
 
     /// Stores a sign-in; with `separate`, always as a new credential (a web session's own grant).
+    ///
+    /// A sign-in cancelled once the provider answered (Ctrl-C) keeps nothing and leaves no grant
+    /// alive: its tokens are revoked, or their revocation queued in the outbox. Once storing
+    /// has begun it finishes (``Shielded``), cancelled or not.
     func store(
         _ token: Token, in store: CredentialStore, tags: [String: String], makeDefault: Bool, separate: Bool
     ) async throws(ProviderError) -> Credential {
-        let claims = await store.capabilities.sharing { await accountClaims(of: token) }
-        await store.register(self)
-        await store.share(learnedBy: self)
-        let stored: StoredCredential
-        do {
-            stored = try await store.storeSignIn(
-                token, accountClaims: claims, tags: tags, makeDefault: makeDefault, provider: self, separate: separate)
-        } catch {
-            throw .storage(error)
+        guard !Task.isCancelled else {
+            await Shielded.run { await store.retire(token, replacedBy: nil, account: nil, provider: self) }
+            throw ProviderError(
+                .cancelled,
+                reason:
+                    "The sign-in was cancelled after the provider answered; the grant it issued was revoked (or its revocation queued)."
+            )
         }
-        return await credential(stored.id, in: store)
+        return try await Shielded.run { () async throws(ProviderError) in
+            let claims = await store.capabilities.sharing { await self.accountClaims(of: token) }
+            await store.register(self)
+            await store.share(learnedBy: self)
+            let stored: StoredCredential
+            do throws(StorageError) {
+                stored = try await store.storeSignIn(
+                    token, accountClaims: claims, tags: tags, makeDefault: makeDefault, provider: self,
+                    separate: separate)
+            } catch {
+                throw .storage(error)
+            }
+            return await self.credential(stored.id, in: store)
+        }
     }
 
     /// Revokes the tokens of a sign-in that will not be kept (its ID token was rejected, say), so

@@ -96,10 +96,9 @@ struct ApiCommand: AsyncParsableCommand {
         }
         // The body as it came on a pipe; on a terminal, with control characters escaped.
         if Output.isTerminal {
-            FileHandle.standardOutput.write(
-                Data(Output.safe(String(decoding: answer.body, as: UTF8.self), keepingLines: true).utf8))
+            writeAll(STDOUT_FILENO, Output.safe(String(decoding: answer.body, as: UTF8.self), keepingLines: true))
         } else {
-            FileHandle.standardOutput.write(answer.body)
+            writeAll(STDOUT_FILENO, answer.body)
         }
     }
 

@@ -66,8 +66,7 @@ struct CredentialCommand: AsyncParsableCommand {
             } catch {
                 throw CLIError.provider(error, doing: "No \(token.rawValue) token for kubectl")
             }
-            FileHandle.standardOutput.write(
-                try ExecCredential(apiVersion: apiVersion, token: value, expiry: expiry).json)
+            writeAll(STDOUT_FILENO, try ExecCredential(apiVersion: apiVersion, token: value, expiry: expiry).json)
         }
     }
 
@@ -136,7 +135,7 @@ struct CredentialCommand: AsyncParsableCommand {
                     return
                 }
                 // Written in one piece, never through the line escaping of Output: git reads it.
-                FileHandle.standardOutput.write(Data(answer.utf8))
+                writeAll(STDOUT_FILENO, answer)
             case .erase:
                 guard let password = request.password else { return }
                 do {

@@ -63,10 +63,10 @@ extension LatchkeyCommand {
                 configuration = .default
             }
             if !["127.0.0.1", "::1", "localhost"].contains(host) {
-                FileHandle.standardError.write(
-                    Data(
-                        "latchkey: warning: listening on \(host), not loopback. The development provider's default users and client secrets are published; anyone who can reach it can sign in as them.\n"
-                            .utf8))
+                writeAll(
+                    STDERR_FILENO,
+                    "latchkey: warning: listening on \(host), not loopback. The development provider's default users and client secrets are published; anyone who can reach it can sign in as them.\n"
+                )
             }
             let json = global.json
             try await DevProvider.serve(configuration: configuration, host: host, port: port, adminToken: adminToken) {
@@ -79,7 +79,7 @@ extension LatchkeyCommand {
                         "adminToken": .string(provider.adminToken),
                     ])
                     : provider.issuer.absoluteString + "\nadmin token: \(provider.adminToken)"
-                FileHandle.standardOutput.write(Data((said + "\n").utf8))
+                writeAll(STDOUT_FILENO, said + "\n")
             }
         }
     }

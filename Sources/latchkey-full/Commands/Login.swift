@@ -65,18 +65,26 @@ struct Login: AsyncParsableCommand {
                 guard let username, let password else {
                     throw CLIError.input("Cognito accounts sign in with --username and --password-stdin.")
                 }
-                credential = try await cognito.signIn(
-                    username: username, password: password, into: session.store, tags: tags, makeDefault: makeDefault)
+                let (store, makeDefault) = (session.store, makeDefault)
+                credential = try await SignalDeferral.whileSigningIn {
+                    try await cognito.signIn(
+                        username: username, password: password, into: store, tags: tags, makeDefault: makeDefault)
+                }
             } else if let openID = client as? OpenIDProvider {
-                credential = try await openID.signIn(
-                    method(password: password, countdown: countdown), into: session.store, tags: tags,
-                    makeDefault: makeDefault)
+                let (store, makeDefault) = (session.store, makeDefault)
+                let method = method(password: password, countdown: countdown)
+                // Ctrl-C cancels the sign-in: a grant the provider issued meanwhile is revoked.
+                credential = try await SignalDeferral.whileSigningIn {
+                    try await openID.signIn(method, into: store, tags: tags, makeDefault: makeDefault)
+                }
             } else {
                 throw CLIError.input("This provider cannot sign in accounts.")
             }
         } catch let error as ProviderError {
             await countdown.stop()
             Output.endProgress()
+            // Cancelled by a signal: the process ends by it, as it would have without a sign-in.
+            if error.code == .cancelled { SignalDeferral.endIfSignalled() }
             if error.code == .storage {
                 throw CLIError.failed("The credential could not be stored: \(error)")
             }

@@ -60,8 +60,7 @@ struct SignOut: AsyncParsableCommand {
             guard isatty(STDIN_FILENO) == 1 else {
                 throw CLIError.input("signout needs --yes (or --global) when not run on a terminal.")
             }
-            FileHandle.standardError.write(
-                Data("1) Sign out on this device\n2) Sign out on ALL devices\n3) Cancel\nChoose [1-3]: ".utf8))
+            writeAll(STDERR_FILENO, "1) Sign out on this device\n2) Sign out on ALL devices\n3) Cancel\nChoose [1-3]: ")
             switch readLine()?.trimmingCharacters(in: .whitespaces) {
             case "1": isGlobal = false
             case "2": isGlobal = true
@@ -131,8 +130,7 @@ struct SignOut: AsyncParsableCommand {
         // The URL carries the ID token as id_token_hint: to standard error, never into a pipe of
         // results that may be logged.
         for url in result.browserURLs {
-            FileHandle.standardError.write(
-                Data("Open this URL to end the provider session: \(Output.safe(url.absoluteString))\n".utf8))
+            writeAll(STDERR_FILENO, "Open this URL to end the provider session: \(Output.safe(url.absoluteString))\n")
         }
         switch result {
         case .complete: Output.line("Signed out.")

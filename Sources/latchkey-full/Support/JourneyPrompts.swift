@@ -60,7 +60,7 @@ struct JourneyPrompts {
     }
 
     private func say(_ text: String) {
-        FileHandle.standardError.write(Data((Output.safe(text, keepingLines: true) + "\n").utf8))
+        writeAll(STDERR_FILENO, Output.safe(text, keepingLines: true) + "\n")
     }
 
     private func unanswered(_ callback: JourneyCallback) -> CLIError {
@@ -75,7 +75,7 @@ struct JourneyPrompts {
             return value
         }
         let shown = value.map { "\(prompt) [\($0)]" } ?? prompt
-        FileHandle.standardError.write(Data("\(Output.safe(shown)): ".utf8))
+        writeAll(STDERR_FILENO, "\(Output.safe(shown)): ")
         let line = readLine(strippingNewline: true) ?? ""
         if line.isEmpty, let value { return value }
         guard !line.isEmpty else { throw unanswered(callback) }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Latchkey
 import LatchkeyCommandLine
+import NIOConcurrencyHelpers
 
 extension CLIError {
     /// The tool's error for a provider failure: exit 4 when the account must sign in again.
@@ -82,45 +83,45 @@ enum Output {
     /// Prints a line. Control characters are escaped: a line may carry text a provider chose
     /// (an error description, a claim), which must not move the cursor or rewrite the terminal.
     static func line(_ text: String) {
-        FileHandle.standardOutput.write(Data((safe(text) + "\n").utf8))
+        writeAll(STDOUT_FILENO, safe(text) + "\n")
     }
 
     /// Prints a line that starts with a ✓ or ✗ mark, in colour on a terminal (the only escape
     /// sequences the tool writes itself); the text is escaped as ``line(_:)`` does.
     static func line(mark ok: Bool, _ text: String) {
-        FileHandle.standardOutput.write(Data((mark(ok) + " " + safe(text) + "\n").utf8))
+        writeAll(STDOUT_FILENO, mark(ok) + " " + safe(text) + "\n")
     }
 
     static func error(_ text: String) {
-        FileHandle.standardError.write(Data(("latchkey: " + safe(text) + "\n").utf8))
+        writeAll(STDERR_FILENO, "latchkey: " + safe(text) + "\n")
     }
 
     /// A line for the user on standard error (standard output stays for the result), escaped as
     /// ``line(_:)`` is.
     static func note(_ text: String) {
-        FileHandle.standardError.write(Data((safe(text) + "\n").utf8))
+        writeAll(STDERR_FILENO, safe(text) + "\n")
     }
 
     /// Progress for people on a terminal; nothing on a pipe.
     static func progress(_ text: String) {
         guard errorIsTerminal else { return }
-        FileHandle.standardError.write(Data(("\r\u{1B}[2K" + text).utf8))
+        writeAll(STDERR_FILENO, "\r\u{1B}[2K" + text)
     }
 
     static func endProgress() {
         guard errorIsTerminal else { return }
-        FileHandle.standardError.write(Data("\n".utf8))
+        writeAll(STDERR_FILENO, "\n")
     }
 
     /// Prints `value` as one line of JSON, valid JSON whatever text it carries (see
     /// ``TerminalText/json(_:)``: the characters a terminal would act on are JSON escapes).
     static func json(_ value: some Encodable) {
-        FileHandle.standardOutput.write(Data((jsonText(value) + "\n").utf8))
+        writeAll(STDOUT_FILENO, jsonText(value) + "\n")
     }
 
     /// Prints one row of a listing: `fields` escaped (a tab in a field too), separated by tabs.
     static func row(_ fields: [String]) {
-        FileHandle.standardOutput.write(Data((TerminalText.row(fields) + "\n").utf8))
+        writeAll(STDOUT_FILENO, TerminalText.row(fields) + "\n")
     }
 
     /// `value` as one line of JSON (keys sorted, dates in ISO 8601).
@@ -156,9 +157,9 @@ enum Output {
 func readSecretFromStandardInput(_ what: String) throws -> String {
     try withEchoOff(STDIN_FILENO) { terminal in
         if terminal {
-            FileHandle.standardError.write(Data("\(what.prefix(1).uppercased() + what.dropFirst()): ".utf8))
+            writeAll(STDERR_FILENO, "\(what.prefix(1).uppercased() + what.dropFirst()): ")
         }
-        defer { if terminal { FileHandle.standardError.write(Data("\n".utf8)) } }
+        defer { if terminal { writeAll(STDERR_FILENO, "\n") } }
         guard let line = readLine(strippingNewline: true), !line.isEmpty else {
             throw CLIError.input("Expected the \(what) on standard input.")
         }
@@ -168,14 +169,40 @@ func readSecretFromStandardInput(_ what: String) throws -> String {
 
 /// Runs `body` with echo off on `descriptor` when it is a terminal (`body` is told whether it
 /// is), and echo as it was afterwards; typed-ahead input is kept (`TCSANOW`).
+///
+/// A signal that ends the process meanwhile (Ctrl-C at the prompt) puts echo back first
+/// (``SignalDeferral`` asks ``TerminalEcho/restore()``).
 func withEchoOff<T>(_ descriptor: Int32, _ body: (Bool) throws -> T) rethrows -> T {
     var saved = termios()
     let terminal = isatty(descriptor) == 1 && tcgetattr(descriptor, &saved) == 0
     if terminal {
+        TerminalEcho.saved.withLockedValue { $0 = TerminalEcho.Saved(descriptor: descriptor, settings: saved) }
         var silent = saved
         silent.c_lflag &= ~tcflag_t(ECHO)
         _ = tcsetattr(descriptor, TCSANOW, &silent)
     }
-    defer { if terminal { _ = tcsetattr(descriptor, TCSANOW, &saved) } }
+    defer {
+        if terminal {
+            _ = tcsetattr(descriptor, TCSANOW, &saved)
+            TerminalEcho.saved.withLockedValue { $0 = nil }
+        }
+    }
     return try body(terminal)
+}
+
+/// The terminal settings a prompt turned echo off from, while it does.
+enum TerminalEcho {
+    struct Saved: @unchecked Sendable {
+        // Sendable by hand: `termios` is a plain C struct of integers, copied by value.
+        var descriptor: Int32
+        var settings: termios
+    }
+
+    static let saved = NIOLockedValueBox<Saved?>(nil)
+
+    /// Puts the settings back, when a prompt has echo off.
+    static func restore() {
+        guard var saved = saved.withLockedValue({ $0 }) else { return }
+        _ = tcsetattr(saved.descriptor, TCSANOW, &saved.settings)
+    }
 }

@@ -8,9 +8,29 @@ extension OpenIDProvider {
     ///   - verifyingIDToken: `false` for a refresh, whose ID token is verified only after the
     ///     answer was stored (see ``IdentityProvider/verifyRefreshedIDToken(of:previous:)``).
     ///   - proofKey: a sign-in's new DPoP key; a refresh signs with `previous`'s.
+    ///
+    /// A sign-in's request (no `previous`) is not sent once the task is cancelled, and once sent
+    /// it runs to its end even if the task is cancelled meanwhile (``Shielded``): the grant the
+    /// provider issues is then handed back, for the caller to keep or revoke.
     func tokenRequest(
         _ form: [(String, String)], nonce: String? = nil, previous: Token? = nil, verifyingIDToken: Bool = true,
         proofKey: DPoPKey? = nil
+    ) async throws(ProviderError) -> Token {
+        guard previous == nil else {
+            return try await exchange(
+                form, nonce: nonce, previous: previous, verifyingIDToken: verifyingIDToken, proofKey: proofKey)
+        }
+        guard !Task.isCancelled else {
+            throw ProviderError(.cancelled, endpoint: .token, reason: "The sign-in was cancelled; nothing was sent.")
+        }
+        return try await Shielded.run { () async throws(ProviderError) in
+            try await self.exchange(
+                form, nonce: nonce, previous: nil, verifyingIDToken: verifyingIDToken, proofKey: proofKey)
+        }
+    }
+
+    private func exchange(
+        _ form: [(String, String)], nonce: String?, previous: Token?, verifyingIDToken: Bool, proofKey: DPoPKey?
     ) async throws(ProviderError) -> Token {
         var request = try ProviderRequest.form(
             .token, try await endpoint(.token), form, clientID: configuration.clientID,
