@@ -74,14 +74,19 @@ extension SQLiteCredentialStorage {
     /// Opens every sealed box with `current` and seals it with `next`, in the transaction of
     /// `db`; returns the new key check.
     private static func reseal(_ db: Database, from current: Sealer, to next: Sealer) throws -> Data {
-        let credentials = try readCredentials(
-            db, "SELECT \(SQL.list(SealedCredential.columns)) FROM credential", sealer: current)
+        let credentials = try readCredentials(db, SealedCredential.selectRecorded, sealer: current)
         let entries = try readOutbox(db, "SELECT \(SQL.list(SealedOutboxEntry.columns)) FROM outbox", sealer: current)
         guard credentials.damaged.isEmpty, entries.damaged.isEmpty else {
             throw StorageError(.corruptRecord, reason: "A record became unreadable during the key rotation.")
         }
         for credential in credentials.values { try SealedCredential(credential, sealer: next).replace(in: db) }
         for entry in entries.values { try SealedOutboxEntry(entry, sealer: next).replace(in: db) }
+        for row in try Row.fetchAll(db, sql: "SELECT id, version, deleted, seal FROM credential_version") {
+            let record = CredentialVersionRecord(
+                id: try row.decode(forColumn: "id"), version: try row.decode(forColumn: "version"),
+                deleted: try row.decode(forColumn: "deleted"), seal: try row.decode(forColumn: "seal"))
+            try record.resealed(from: current, to: next)?.write(in: db)
+        }
         if case .some(let id) = try defaultMarker(db, sealer: current) {
             try db.execute(
                 sql: "UPDATE setting SET value = ? WHERE name = ?",

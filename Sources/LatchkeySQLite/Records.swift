@@ -104,6 +104,23 @@ extension SealedOutboxEntry {
     }
 }
 
+extension CredentialVersionRecord {
+    /// The record of a row of ``SealedCredential/selectRecorded``; `nil` when the row has none.
+    init?(row: Row) throws {
+        guard let version: Int = try row.decode(forColumn: "recorded_version") else { return nil }
+        self.init(
+            id: try row.decode(forColumn: "id"), version: version,
+            deleted: try row.decode(forColumn: "recorded_deleted"), seal: try row.decode(forColumn: "recorded_seal"))
+    }
+
+    /// Writes the record over the one of its credential, in the transaction that writes the row.
+    func write(in db: Database) throws {
+        try db.execute(
+            sql: "INSERT OR REPLACE INTO credential_version (id, version, deleted, seal) VALUES (?, ?, ?, ?)",
+            arguments: [id, version, deleted, seal])
+    }
+}
+
 extension Row {
     /// The `id` column as text, for reporting a row that does not decode.
     var idText: String? { self["id"] as String? }

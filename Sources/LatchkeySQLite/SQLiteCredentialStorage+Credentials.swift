@@ -6,8 +6,8 @@ import Logging
 import NIOConcurrencyHelpers
 
 extension SQLiteCredentialStorage {
-    private static let selectAll = "SELECT \(SQL.list(SealedCredential.columns)) FROM credential"
-    private static let oldestFirst = "ORDER BY created_at, rowid"
+    private static let selectAll = SealedCredential.selectRecorded
+    private static let oldestFirst = "ORDER BY credential.created_at, credential.rowid"
 
     public func all() async throws(StorageError) -> [StoredCredential] {
         try await credentials("\(Self.selectAll) \(Self.oldestFirst)").values
@@ -20,7 +20,8 @@ extension SQLiteCredentialStorage {
             cached: { cache, version in cache.accounts(counter: version) },
             read: { db, _ in
                 try Row.fetchAll(
-                    db, sql: "SELECT \(SQL.list(SealedCredential.listedColumns)) FROM credential \(Self.oldestFirst)"
+                    db,
+                    sql: "SELECT \(SQL.list(SealedCredential.listedColumns)) FROM credential ORDER BY created_at, rowid"
                 ).map(SealedCredential.summary(row:))
             },
             keep: { cache, listed, stamp in cache.keep(accounts: listed, stamp: stamp) })
@@ -44,7 +45,8 @@ extension SQLiteCredentialStorage {
         let read = try await cachedRead(
             cached: { cache, version in cache.credential(id, counter: version).map { ([$0], []) } },
             read: { db, sealer in
-                try Self.readCredentials(db, "\(Self.selectAll) WHERE id = ?", arguments: [id.rawValue], sealer: sealer)
+                try Self.readCredentials(
+                    db, "\(Self.selectAll) WHERE credential.id = ?", arguments: [id.rawValue], sealer: sealer)
             },
             keep: { cache, read, stamp in if let credential = read.values.first { cache.keep(credential, stamp: stamp) }
             })
@@ -64,7 +66,8 @@ extension SQLiteCredentialStorage {
         case .email(let email): (column, value) = ("email", email)
         case .issuer(let issuer): (column, value) = ("issuer", issuer)
         }
-        return try await credentials("\(Self.selectAll) WHERE \(column) = ? \(Self.oldestFirst)", [value]).values
+        return try await credentials("\(Self.selectAll) WHERE credential.\(column) = ? \(Self.oldestFirst)", [value])
+            .values
     }
 
     public func credentials(ids: [CredentialID]) async throws(StorageError) -> [StoredCredential] {
@@ -74,7 +77,7 @@ extension SQLiteCredentialStorage {
             let chunk = ids[start..<min(start + 500, ids.count)].map(\.rawValue)
             let placeholders = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
             let read = try await credentials(
-                "\(Self.selectAll) WHERE id IN (\(placeholders))", StatementArguments(chunk))
+                "\(Self.selectAll) WHERE credential.id IN (\(placeholders))", StatementArguments(chunk))
             if let damaged = read.damaged.first {
                 throw StorageError(
                     .corruptRecord, path: path,
@@ -98,6 +101,7 @@ extension SQLiteCredentialStorage {
                     INSERT INTO credential (\(SQL.list(SealedCredential.columns)))
                     VALUES (\(SQL.placeholders(SealedCredential.columns)))
                     """, arguments: row.arguments)
+            try CredentialVersionRecord(id: row.id, version: row.version, sealer: sealer).write(in: db)
         }
     }
 
@@ -108,7 +112,10 @@ extension SQLiteCredentialStorage {
         let written = next
         try await write { db, sealer in
             let row = try SealedCredential(written, sealer: sealer)
-            guard try row.replace(in: db, and: "AND version = ?", [credential.version]) == 0 else { return }
+            guard try row.replace(in: db, and: "AND version = ?", [credential.version]) == 0 else {
+                try CredentialVersionRecord(id: row.id, version: row.version, sealer: sealer).write(in: db)
+                return
+            }
             guard try Bool.fetchOne(db, sql: "SELECT 1 FROM credential WHERE id = ?", arguments: [row.id]).isTrue
             else { throw StorageError.credentialNotFound(credential.id) }
             throw StorageError.versionConflict(credential.id)
@@ -128,6 +135,10 @@ extension SQLiteCredentialStorage {
     /// default if it pointed to it; `nil` when the record has another version.
     private func delete(_ id: CredentialID, version: Int?) async throws(StorageError) -> StorageDeletion? {
         try await write { db, sealer in
+            // What is deleted is recorded as deleted, so that a copy of it put back is not read.
+            let deleting = try Int.fetchOne(
+                db, sql: "SELECT version FROM credential WHERE id = ?\(version == nil ? "" : " AND version = ?")",
+                arguments: version.map { [id.rawValue, $0] } ?? [id.rawValue])
             if let version {
                 try db.execute(
                     sql: "DELETE FROM credential WHERE id = ? AND version = ?", arguments: [id.rawValue, version])
@@ -139,6 +150,10 @@ extension SQLiteCredentialStorage {
                     db, sql: "SELECT 1 FROM credential WHERE id = ?", arguments: [id.rawValue]
                 ).isTrue
                 return exists ? nil : StorageDeletion(deleted: false, clearedDefault: false)
+            }
+            if let deleting {
+                try CredentialVersionRecord(id: id.rawValue, version: deleting, deleted: true, sealer: sealer).write(
+                    in: db)
             }
             guard case .some(id) = try Self.defaultMarker(db, sealer: sealer) else {
                 return StorageDeletion(deleted: true, clearedDefault: false)

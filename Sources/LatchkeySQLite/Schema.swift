@@ -193,6 +193,24 @@ enum Schema {
                     CREATE INDEX IF NOT EXISTS web_pending_sign_in_expiry ON web_pending_sign_in(expires_at);
                     """)
         },
+        { db, sealer in
+            // Each credential's last written version is recorded beside it, sealed, in the
+            // transaction that writes it: a whole older row put back reads as damaged.
+            try db.execute(
+                sql: """
+                    CREATE TABLE IF NOT EXISTS credential_version (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        version INTEGER NOT NULL,
+                        deleted INTEGER NOT NULL,
+                        seal BLOB NOT NULL
+                    );
+                    """)
+            for row in try Row.fetchAll(db, sql: "SELECT id, version FROM credential") {
+                try CredentialVersionRecord(
+                    id: try row.decode(forColumn: "id"), version: try row.decode(forColumn: "version"), sealer: sealer
+                ).write(in: db)
+            }
+        },
     ]
 
     /// Seals every credential again with its version bound. A row that does not open is left as

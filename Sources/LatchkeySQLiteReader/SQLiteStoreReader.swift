@@ -107,14 +107,20 @@ package struct SQLiteStoreReader {
 
         /// The credential with `id`, opened; `nil` when there is none. A damaged one is unread.
         package func credential(_ id: CredentialID) throws(Unread) -> StoredCredential? {
-            var record: SealedCredential?
+            // A row whose columns do not decode is damaged, not absent.
+            var found = false
+            var record: (SealedCredential, CredentialVersionRecord?)?
             try reading { () throws(SQLiteReadError) in
-                try connection.prepare(
-                    "SELECT \(SealedCredential.columns.joined(separator: ", ")) FROM credential WHERE id = ?"
-                ).forEachRow([id.rawValue]) { row in record = Self.record(row) }
+                try connection.prepare("\(SealedCredential.selectRecorded) WHERE credential.id = ?").forEachRow([
+                    id.rawValue
+                ]) { row in
+                    found = true
+                    record = Self.record(row).map { ($0, Self.versionRecord(row)) }
+                }
             }
-            guard let record else { return nil }
-            guard case .success(let credential) = record.open(with: sealer) else { throw Unread("a damaged record") }
+            guard found else { return nil }
+            guard let (row, version) = record, case .success(let credential) = row.open(with: sealer, recorded: version)
+            else { throw Unread("a damaged record") }
             return credential
         }
 
@@ -164,6 +170,14 @@ package struct SQLiteStoreReader {
                 createdAt: createdAt, updatedAt: updatedAt, version: Int(version), accessTokenExpiresAt: row.double(13),
                 hasAccessToken: hasAccess != 0, hasRefreshToken: hasRefresh != 0, needsSignIn: needsSignIn != 0,
                 rejectedAccessToken: row.text(17))
+        }
+
+        /// The version record of a row of ``SealedCredential/selectRecorded``; `nil` when it has none.
+        private static func versionRecord(_ row: SQLiteRow) -> CredentialVersionRecord? {
+            guard let id = row.text(0), let version = row.integer(18), let deleted = row.integer(19),
+                let seal = row.bytes(20)
+            else { return nil }
+            return CredentialVersionRecord(id: id, version: Int(version), deleted: deleted != 0, seal: Data(seal))
         }
 
         /// A row of ``SealedCredential/listedColumns`` as a listing shows it.

@@ -221,6 +221,33 @@ struct CLIAccountTests: DevProviderCLITest {
         }
     }
 
+    @Test("an older copy of an account's whole row put back is reported as damaged; its old token is never handed out")
+    func rolledBackRow() async throws {
+        try await withDevices { dev, a, _ in
+            #expect(try await login(a, "alice").status == 0)
+            let database = a.path + "/credentials.sqlite"
+            let sqlite3 = URL(fileURLWithPath: "/usr/bin/sqlite3")
+            let old = try #require(try await a.run("token").stdout.split(separator: "\n").first.map(String.init))
+            let copy = try await ChildProcess.run(sqlite3, [database, "CREATE TABLE copy AS SELECT * FROM credential"])
+            try #require(copy.status == 0, "\(copy.stderr)")
+            #expect(try await a.run("refresh").status == 0)
+            #expect(try await a.run("refresh").status == 0)
+            let putBack = try await ChildProcess.run(
+                sqlite3, [database, "DELETE FROM credential; INSERT INTO credential SELECT * FROM copy"])
+            try #require(putBack.status == 0, "\(putBack.stderr)")
+            for command in [["token"], ["token", "alice"], ["refresh"], ["userinfo"]] {
+                let run = try await a.run(arguments: command)
+                #expect(run.status == 1, "\(command): \(run.stdout) \(run.stderr)")
+                #expect(run.stderr.contains("an older copy was put back"), "\(command): \(run.stderr)")
+                #expect(!run.stdout.contains(old), "\(command)")
+            }
+            #expect(dev.faults.count("token.refresh_token") == 2, "the old refresh token was never sent")
+            let accounts = try await a.run("accounts")
+            #expect(accounts.status == 1)
+            #expect(accounts.stdout.contains("damaged account"))
+        }
+    }
+
     @Test("login with a password needs a provider added with --allow-password-grant")
     func passwordGrantNeedsOptIn() async throws {
         let dev = try await DevProvider.start(signingKeys: SharedSigningKeys.get())

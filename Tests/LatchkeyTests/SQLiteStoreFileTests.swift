@@ -118,6 +118,41 @@ struct SQLiteStoreFileTests {
         #expect(try await store.damagedRecords().map(\.id) == [alice.id.rawValue])
     }
 
+    @Test("a whole older row put back (version 1 over 3), or a deleted one, is damaged and never used")
+    func wholeRowRolledBack() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        let path = folder.file("credentials.sqlite")
+        let store = try await CredentialStore.sqlite(at: path)
+        let alice = try await store.add(Fixtures.token(user: "alice"), tags: ["team": "red"])
+        let bob = try await store.add(Fixtures.token(user: "bob"))
+        try await files.damage(path, "CREATE TABLE copy AS SELECT * FROM credential")
+        try await store.setTags(["team": "blue"], for: alice.id)
+        try await store.setTags(["team": "green"], for: alice.id)
+        try await files.damage(
+            path,
+            "DELETE FROM credential WHERE id = '\(alice.id)'; INSERT INTO credential SELECT * FROM copy WHERE id = '\(alice.id)'"
+        )
+        await #expect(throws: StorageError.self) { _ = try await store.credential(for: alice.id) }
+        let damaged = try await store.damagedRecords()
+        #expect(damaged.map(\.id) == [alice.id.rawValue])
+        #expect(damaged.first?.reason.contains("version 1, the store last wrote version 3") == true)
+        #expect(try await store.all().map(\.id) == [bob.id])
+        // Its record written down to match is altered without the store's key.
+        try await files.damage(path, "UPDATE credential_version SET version = 1 WHERE id = '\(alice.id)'")
+        #expect(try await store.damagedRecords().first?.reason.contains("altered") == true)
+        try await files.damage(path, "DELETE FROM credential_version WHERE id = '\(alice.id)'")
+        #expect(try await store.damagedRecords().first?.reason.contains("no record") == true)
+
+        // A credential signed out and removed does not come back from a copy.
+        #expect(try await store.remove(bob.id))
+        try await files.damage(path, "INSERT INTO credential SELECT * FROM copy WHERE id = '\(bob.id)'")
+        await #expect(throws: StorageError.self) { _ = try await store.credential(for: bob.id) }
+        let reasons = try await store.damagedRecords().map(\.reason)
+        #expect(reasons.contains { $0.contains("deleted at version 1") })
+        #expect(try await store.all().isEmpty)
+    }
+
     @Test("a database or key file that is a symbolic link is refused")
     func symbolicLinks() async throws {
         let folder = try TemporaryFolder()

@@ -120,7 +120,7 @@ extension SQLiteCredentialStorage {
         throws -> (values: [StoredCredential], damaged: [DamagedRecord])
     {
         SealedRecords.open(try Row.fetchAll(db, sql: sql, arguments: arguments), kind: .credential, id: \.idText) {
-            try SealedCredential(row: $0).open(with: sealer)
+            try SealedCredential(row: $0).open(with: sealer, recorded: try CredentialVersionRecord(row: $0))
         }
     }
 
