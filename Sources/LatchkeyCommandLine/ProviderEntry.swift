@@ -14,6 +14,10 @@ package struct ProviderEntry: Codable, Sendable {
     package var clientSecret: String?
     /// The client secret, sealed with the store's key (base64).
     package var sealedClientSecret: String?
+    /// Where the client `provider add --register` made is managed (RFC 7592), when the provider said.
+    package var registrationClientURI: String?
+    /// The token that manages it (RFC 7592 §3), sealed with the store's key (base64).
+    package var sealedRegistrationAccessToken: String?
     package var scopes: [String]?
     package var authMethod: String?
     package var endpoints: [String: String]?
@@ -86,6 +90,15 @@ package struct ProviderEntry: Codable, Sendable {
 
     /// The purpose a provider's client secret is sealed for, with the store's key.
     package static func secretPurpose(_ name: String) -> String { "client-secret:\(name)" }
+
+    /// The purpose a provider's registration access token is sealed for, with the store's key.
+    package static func registrationTokenPurpose(_ name: String) -> String { "registration-access-token:\(name)" }
+
+    /// Every secret the entry keeps sealed with the store's key, with the purpose it is sealed
+    /// for (a key rotation seals each again).
+    package static var sealedSecrets: [(field: WritableKeyPath<ProviderEntry, String?>, purpose: (String) -> String)] {
+        [(\.sealedClientSecret, secretPurpose), (\.sealedRegistrationAccessToken, registrationTokenPurpose)]
+    }
 
     /// The tag that names the provider a credential was signed in with (set at sign-in).
     package static let tag = "cli.provider"

@@ -319,6 +319,8 @@ private func registerOAuth(_ endpoints: Endpoints, on routes: RouterGroup<Provid
     routes.post(path(.globalSignOut), use: endpoints.globalSignOut)
     routes.post(path(.deviceAuthorization), use: endpoints.deviceAuthorization)
     routes.post(path(.registration), use: endpoints.register)
+    routes.get(RouterPath(DevProviderEndpoint.registration.path + "/:client_id"), use: endpoints.manageRegistration)
+    routes.delete(RouterPath(DevProviderEndpoint.registration.path + "/:client_id"), use: endpoints.manageRegistration)
     routes.get(path(.deviceVerification), use: endpoints.device)
     routes.post(path(.deviceVerification), use: endpoints.device)
 }

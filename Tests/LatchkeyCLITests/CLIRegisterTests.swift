@@ -38,6 +38,88 @@ struct CLIRegisterTests: DevProviderCLITest {
         }
     }
 
+    @Test("the client's name says latchkey and nothing of this machine unless --client-name asks")
+    func clientName() async throws {
+        try await withDevices { dev, a, _ in
+            // A provider that repeats the request in its refusal shows what was sent.
+            dev.faults.set(DevProviderFault(echoesRequest: true), for: .registration)
+            let sent = try await a.run("provider", "add", "reg", "--issuer", dev.issuer.absoluteString, "--register")
+            #expect(sent.status == 1)
+            #expect(sent.stderr.contains(#"client_name":"latchkey""#), "\(sent.stderr)")
+            #expect(!sent.stderr.contains(ProcessInfo.processInfo.hostName))
+            let named = try await a.run(
+                "provider", "add", "reg", "--issuer", dev.issuer.absoluteString, "--register", "--client-name",
+                "build agent 7")
+            #expect(named.stderr.contains(#"client_name":"build agent 7""#), "\(named.stderr)")
+        }
+    }
+
+    @Test("--confidential answered with a public client adds nothing and deletes that client again")
+    func confidentialWithoutSecret() async throws {
+        try await withDevices { dev, a, _ in
+            dev.faults.set(
+                DevProviderFault(replacedFields: ["client_secret": "null", "token_endpoint_auth_method": #""none""#]),
+                for: .registration)
+            let added = try await a.run(
+                "provider", "add", "reg", "--issuer", dev.issuer.absoluteString, "--register", "--confidential")
+            #expect(added.status == 1, "\(added.stdout)")
+            #expect(added.stderr.contains("registered a public client"), "\(added.stderr)")
+            #expect(added.stderr.contains("it was deleted again"), "\(added.stderr)")
+            #expect(try await a.run("provider", "list", "--json").array.map { $0["name"] as? String } == ["dev"])
+        }
+    }
+
+    @Test("provider remove --unregister deletes the registered client (RFC 7592) before removing the provider")
+    func unregister() async throws {
+        try await withDevices { dev, a, _ in
+            let issuer = dev.issuer.absoluteString
+            let added = try await a.run(
+                "provider", "add", "reg", "--issuer", issuer, "--register", "--allow-password-grant", "--json")
+            #expect(added.status == 0, "\(added.stderr)")
+            #expect(added.object["deletable"] as? Bool == true)
+            let clientID = try #require(added.object["clientId"] as? String)
+            // A key rotation seals the registration access token again, with the client secrets.
+            let rotated = try await a.run("key", "rotate")
+            #expect(rotated.status == 0, "\(rotated.stderr)")
+            let file = a.path + "/providers.json"
+            let kept = try String(contentsOfFile: file, encoding: .utf8)
+            #expect(kept.contains("sealedRegistrationAccessToken"))
+            #expect(kept.contains("registrationClientURI"))
+            #expect(!kept.contains("registration_access_token"))
+            #expect(
+                try await a.run(
+                    "login", "--provider", "reg", "--username", "alice", "--password-stdin", input: "alice-password"
+                ).status == 0)
+
+            // A provider that was not registered here has nothing to delete its client with.
+            let notRegistered = try await a.run("provider", "remove", "dev", "--unregister")
+            #expect(notRegistered.status == 2)
+            #expect(notRegistered.stderr.contains("nothing to delete"))
+            #expect(try await a.run("provider", "list", "--json").array.count == 2, "nothing was removed")
+
+            let removed = try await a.run("provider", "remove", "reg", "--unregister")
+            #expect(removed.status == 0, "\(removed.stderr)")
+            #expect(removed.stdout.contains("Deleted the client \(clientID)"))
+            // The provider forgot the client: it no longer signs anyone in.
+            #expect(
+                try await a.run(
+                    "provider", "add", "again", "--issuer", issuer, "--client-id", clientID, "--allow-password-grant"
+                )
+                .status == 0)
+            let refused = try await a.run(
+                "login", "--provider", "again", "--username", "bob", "--password-stdin", input: "bob-password")
+            #expect(refused.status != 0)
+            #expect(refused.stderr.contains("invalid_client"), "\(refused.stderr)")
+
+            // Deleting a client that is gone already is the provider's 401: the entry stays.
+            try kept.write(toFile: file, atomically: true, encoding: .utf8)
+            let twice = try await a.run("provider", "remove", "reg", "--unregister")
+            #expect(twice.status == 1)
+            #expect(twice.stderr.contains("was not deleted"), "\(twice.stderr)")
+            #expect(try await a.run("provider", "list", "--json").array.contains { $0["name"] as? String == "reg" })
+        }
+    }
+
     @Test("a provider without registration, a refused redirect URI and contradictory options add nothing")
     func refusals() async throws {
         var configuration = DevProviderConfiguration.default
@@ -95,5 +177,20 @@ struct CLIGlewlwydRegisterTests {
         #expect(try await a.run("refresh").status == 0)
         let signOut = try await a.run("signout", "--yes")
         #expect(signOut.status == 0 || signOut.status == 3, "\(signOut.stderr)")
+
+        // Glewlwyd manages what it registered (RFC 7592): the client is deleted, and signs no one in.
+        #expect(added.object["deletable"] as? Bool == true)
+        let clientID = try #require(added.object["clientId"] as? String)
+        let removed = try await a.run("provider", "remove", "glewlwyd", "--unregister")
+        #expect(removed.status == 0, "\(removed.stderr)")
+        #expect(
+            try await a.run(
+                arguments: [
+                    "provider", "add", "again", "--issuer", issuer, "--client-id", clientID, "--allow-password-grant",
+                ]
+            ).status == 0)
+        let refused = try await a.run(
+            "login", "--provider", "again", "--username", "alice", "--password-stdin", input: "alice-password")
+        #expect(refused.status != 0, "a deleted client signs no one in")
     }
 }

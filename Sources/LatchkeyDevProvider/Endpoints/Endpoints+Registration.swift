@@ -22,9 +22,14 @@ extension Endpoints {
             clientSecret: isPublic ? nil : Self.randomText(bytes: 24),
             redirectURIs: metadata.redirectURIs, postLogoutRedirectURIs: metadata.postLogoutRedirectURIs,
             grantTypes: metadata.grantTypes, scopes: metadata.scopes)
-        state.clients.register(client)
+        let managementToken = Self.randomText(bytes: 24)
+        state.clients.register(client, managedWith: managementToken)
         var answer = object
         answer["client_id"] = client.clientID
+        answer["registration_access_token"] = managementToken
+        answer["registration_client_uri"] =
+            await issuer(context) + DevProviderEndpoint.registration.path + "/"
+            + client.clientID
         answer["client_id_issued_at"] = Int(await state.currentDate.timeIntervalSince1970)
         answer["token_endpoint_auth_method"] = metadata.authMethod
         answer["grant_types"] = metadata.grantTypes
@@ -34,6 +39,26 @@ extension Endpoints {
             answer["client_secret_expires_at"] = 0
         }
         return Reply.json(answer, status: .created)
+    }
+
+    /// A registered client's configuration (RFC 7592 §2.1, `GET`) or its deletion (§2.3,
+    /// `DELETE`: `204`, and the client can no longer authenticate), with its registration access
+    /// token as a bearer token. A wrong token and an unknown client both answer `401`.
+    func manageRegistration(_ request: Request, _ context: ProviderContext) async throws -> Response {
+        let id = context.parameters.get("client_id") ?? ""
+        guard let client = state.clients.managed(id, token: try bearerToken(request)) else {
+            throw OAuthFailure.invalidToken(nil)
+        }
+        guard request.method == .delete else {
+            return Reply.json(
+                [
+                    "client_id": client.clientID, "redirect_uris": client.redirectURIs,
+                    "grant_types": client.grantTypes, "scope": client.scopes.joined(separator: " "),
+                    "token_endpoint_auth_method": client.clientSecret == nil ? "none" : "client_secret_basic",
+                ], status: .ok)
+        }
+        state.clients.unregister(id)
+        return Response(status: .noContent)
     }
 
     static func invalidMetadata(_ description: String) -> OAuthFailure {

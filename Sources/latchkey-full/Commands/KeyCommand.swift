@@ -78,17 +78,19 @@ struct KeyCommand: AsyncParsableCommand {
             var providers = try await home.sealLegacySecrets(home.providers(), storage: storage)
             let next = Sealer(key: newKey)
             for index in providers.indices {
-                guard let sealed = providers[index].sealedClientSecret else { continue }
-                let purpose = Home.secretPurpose(providers[index].name)
-                guard let secret = storage.open(sealedSecret: sealed, purpose: purpose) else {
-                    throw CLIError.failed(
-                        "The client secret of the provider \(providers[index].name) does not open with the store's key, so it cannot be sealed again; add the provider again (or remove it) first. Nothing changed."
-                    )
-                }
-                do {
-                    providers[index].sealedClientSecret = try next.seal(secret: secret, purpose: purpose)
-                } catch {
-                    throw CLIError.failed("A client secret cannot be sealed: \(error). Nothing changed.")
+                for kept in ProviderEntry.sealedSecrets {
+                    guard let sealed = providers[index][keyPath: kept.field] else { continue }
+                    let purpose = kept.purpose(providers[index].name)
+                    guard let secret = storage.open(sealedSecret: sealed, purpose: purpose) else {
+                        throw CLIError.failed(
+                            "A secret of the provider \(providers[index].name) does not open with the store's key, so it cannot be sealed again; add the provider again (or remove it) first. Nothing changed."
+                        )
+                    }
+                    do {
+                        providers[index][keyPath: kept.field] = try next.seal(secret: secret, purpose: purpose)
+                    } catch {
+                        throw CLIError.failed("A provider's secret cannot be sealed: \(error). Nothing changed.")
+                    }
                 }
             }
             try storage.close()

@@ -187,10 +187,15 @@ struct ProviderCommand: AsyncParsableCommand {
             }
             // The secret is sealed with the store's key; providers.json never holds it in the clear.
             var sealedSecret: String?
-            if let secret {
-                sealedSecret = try await home.openStorage().seal(secret: secret, purpose: Home.secretPurpose(name))
+            var sealedRegistrationToken: String?
+            if secret != nil || registered?.registrationAccessToken != nil {
+                let storage = try await home.openStorage()
+                sealedSecret = try secret.map { try storage.seal(secret: $0, purpose: Home.secretPurpose(name)) }
+                sealedRegistrationToken = try registered?.registrationAccessToken.map {
+                    try storage.seal(secret: $0, purpose: ProviderEntry.registrationTokenPurpose(name))
+                }
             }
-            let entry = ProviderEntry(
+            var entry = ProviderEntry(
                 name: name, kind: cognito ? .cognito : (pingJourney ? .pingJourney : .openid), clientID: clientID,
                 issuer: issuer, sealedClientSecret: sealedSecret,
                 scopes: scope.map { $0.split(separator: " ").map(String.init) }, authMethod: authMethod?.rawValue,
@@ -200,6 +205,8 @@ struct ProviderCommand: AsyncParsableCommand {
                 endpointURL: endpointURL, serverURL: serverURL, realm: realm, journey: journey, cookieName: cookieName,
                 redirectURI: pingJourney ? redirectURI : nil, gitHosts: gitHosts.isEmpty ? nil : gitHosts,
                 gitAllowsHTTP: gitAllowHTTP ? true : nil)
+            entry.registrationClientURI = registered?.registrationClientURI?.absoluteString
+            entry.sealedRegistrationAccessToken = sealedRegistrationToken
             providers.append(entry)
             try await home.saveProviders(providers)
             // Queued steps for this provider that failed for good (it was gone, or misconfigured)
@@ -219,6 +226,7 @@ struct ProviderCommand: AsyncParsableCommand {
                     "Registered client \(registered.clientID) at \(issuer ?? "") (\(registered.clientSecret == nil ? "public" : "confidential; its secret is sealed in the store")) and added provider \(name)."
                 fields["clientId"] = .string(registered.clientID)
                 fields["registered"] = .bool(true)
+                fields["deletable"] = .bool(entry.sealedRegistrationAccessToken != nil)
             }
             Output.report(
                 global,
@@ -262,13 +270,19 @@ struct ProviderCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "remove", abstract: "Remove a provider.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The provider's name.", completion: Completions.providers) var name: String
+        @Flag(
+            help:
+                "Delete the client at the provider first (RFC 7592), for a client `provider add --register` made; the provider is removed only once it is deleted."
+        )
+        var unregister = false
 
         func run() async throws {
             let home = global.location
             var providers = try await home.providers()
-            guard providers.contains(where: { $0.name == name }) else {
+            guard let entry = providers.first(where: { $0.name == name }) else {
                 throw CLIError.input("No provider is named \(name).")
             }
+            if unregister { try await RegistrationOptions.unregisterClient(of: entry, home: home) }
             providers.removeAll { $0.name == name }
             try await home.saveProviders(providers)
             // What the store kept of what providers publish goes too: a provider added again
@@ -276,7 +290,10 @@ struct ProviderCommand: AsyncParsableCommand {
             if let session = try? await home.openStore() {
                 try? await session.store.capabilities.providerDocuments?.removeProviderDocuments()
             }
-            Output.report(global, "Removed provider \(name). Its accounts stay stored until signed out or removed.")
+            Output.report(
+                global,
+                "\(unregister ? "Deleted the client \(entry.clientID) at the provider and removed" : "Removed") provider \(name). Its accounts stay stored until signed out or removed."
+            )
         }
     }
 

@@ -12,7 +12,11 @@ struct RegistrationOptions: ParsableArguments {
             "Register a new client with the provider (RFC 7591 dynamic client registration) instead of naming one with --client-id; the provider must advertise a registration_endpoint."
     )
     var register = false
-    @Option(name: .customLong("client-name"), help: "With --register: the name the provider shows for the client.")
+    @Option(
+        name: .customLong("client-name"),
+        help:
+            "With --register: the name the provider shows for the client (default: latchkey; this machine's name is sent only when given here)."
+    )
     var clientName: String?
     @Flag(
         help:
@@ -53,14 +57,15 @@ struct RegistrationOptions: ParsableArguments {
         guard let issuerURL = URL(string: issuer) else { throw CLIError.input("--issuer must be a URL.") }
         let token = initialAccessTokenStdin ? try readSecretFromStandardInput("initial access token") : nil
         let redirect = URL(string: redirectURI ?? "") ?? PingJourneyConfiguration.defaultRedirectURI
-        let hostname = ProcessInfo.processInfo.hostName
+        // The provider shows the name to whoever administers it: nothing of this machine unless asked.
         let request = ClientRegistrationRequest(
-            clientName: clientName ?? "latchkey on \(hostname)", redirectURIs: [redirect],
+            clientName: clientName ?? "latchkey", redirectURIs: [redirect],
             grantTypes: ["authorization_code", "refresh_token"] + (passwordGrant ? ["password"] : []),
             scopes: scope.map { $0.split(separator: " ").map(String.init) },
             authenticationMethod: confidential ? "client_secret_basic" : "none")
+        let client: RegisteredClient
         do {
-            return try await OpenIDProvider.register(
+            client = try await OpenIDProvider.register(
                 request, issuer: issuerURL, initialAccessToken: token, transport: AsyncHTTPClientTransport.shared)
         } catch  where error.code == .missingEndpoint && error.endpoint == .registration {
             throw CLIError.input(
@@ -68,6 +73,48 @@ struct RegistrationOptions: ParsableArguments {
             )
         } catch {
             throw CLIError.provider(error, doing: "Registering a client")
+        }
+        guard confidential, client.clientSecret == nil || client.authenticationMethod == "none" else { return client }
+        // Asked for a confidential client, the provider made a public one: it is not what was
+        // asked for, so it is deleted again where the provider lets us, and nothing is added.
+        let deleted: String
+        do {
+            try await OpenIDProvider.unregister(client, transport: AsyncHTTPClientTransport.shared)
+            deleted = "it was deleted again"
+        } catch {
+            deleted = "it could not be deleted (\(error.reason)): delete the client \(client.clientID) at the provider"
+        }
+        throw CLIError.failed(
+            "\(issuer) registered a public client (no client secret) although --confidential asked for one; \(deleted). No provider was added: register without --confidential, or configure the provider to issue secrets."
+        )
+    }
+
+    /// Deletes the client `entry` registered (RFC 7592 §2.3) with its sealed registration
+    /// access token, or says why it cannot be.
+    static func unregisterClient(of entry: ProviderEntry, home: Home) async throws {
+        guard let uri = entry.registrationClientURI.flatMap(URL.init(string:)),
+            let sealed = entry.sealedRegistrationAccessToken
+        else {
+            throw CLIError.input(
+                "\(entry.name)'s client was not registered by `provider add --register`, or its provider gave no registration access token (RFC 7592): there is nothing to delete it with. Remove the provider without --unregister."
+            )
+        }
+        guard
+            let token = try await home.openStorage().open(
+                sealedSecret: sealed, purpose: ProviderEntry.registrationTokenPurpose(entry.name))
+        else {
+            throw CLIError.failed(
+                "\(entry.name)'s registration access token does not open with the store's key; nothing was deleted.")
+        }
+        do {
+            try await OpenIDProvider.unregister(
+                RegisteredClient(
+                    clientID: entry.clientID, registrationAccessToken: token, registrationClientURI: uri),
+                transport: AsyncHTTPClientTransport.shared)
+        } catch {
+            throw CLIError.failed(
+                "The client \(entry.clientID) was not deleted at the provider: \(error). The provider stays configured."
+            )
         }
     }
 }

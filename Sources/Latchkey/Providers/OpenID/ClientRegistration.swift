@@ -82,6 +82,22 @@ public struct RegisteredClient: Sendable, Hashable, CustomStringConvertible, Cus
         return authenticationMethod == "client_secret_post" ? .post(secret: clientSecret) : .basic(secret: clientSecret)
     }
 
+    /// A client as a registration answered it, kept elsewhere and read back (to
+    /// ``OpenIDProvider/unregister(_:transport:logger:)`` it later, say).
+    public init(
+        clientID: String, clientSecret: String? = nil, clientSecretExpiresAt: Date? = nil,
+        authenticationMethod: String? = nil, registrationAccessToken: String? = nil,
+        registrationClientURI: URL? = nil, fields: [String: JSONValue] = [:]
+    ) {
+        self.clientID = clientID
+        self.clientSecret = clientSecret
+        self.clientSecretExpiresAt = clientSecretExpiresAt
+        self.authenticationMethod = authenticationMethod ?? (clientSecret == nil ? "none" : "client_secret_basic")
+        self.registrationAccessToken = registrationAccessToken
+        self.registrationClientURI = registrationClientURI
+        self.fields = fields
+    }
+
     /// Reads the provider's answer.
     init(answer fields: [String: JSONValue]) throws(ProviderError) {
         guard let clientID = fields["client_id"]?.stringValue, !clientID.isEmpty else {

@@ -43,9 +43,11 @@ extension Home {
             return
         }
         let opens = pending.allSatisfy { entry in
-            entry.sealedClientSecret.map {
-                storage.open(sealedSecret: $0, purpose: Self.secretPurpose(entry.name)) != nil
-            } ?? true
+            ProviderEntry.sealedSecrets.allSatisfy { sealed in
+                entry[keyPath: sealed.field].map {
+                    storage.open(sealedSecret: $0, purpose: sealed.purpose(entry.name)) != nil
+                } ?? true
+            }
         }
         if opens {
             guard rename(path, providersFile.path) == 0 else {
