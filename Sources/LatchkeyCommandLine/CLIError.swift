@@ -9,6 +9,8 @@ package enum ExitStatus: Int32, Sendable {
     case partial = 3
     /// The account must sign in again.
     case signInRequired = 4
+    /// api: the server (or the provider) could not be reached, or did not answer in time.
+    case unreachable = 5
 }
 
 /// An error the tool reports in one line and maps to an exit status.

@@ -11,7 +11,8 @@ struct LatchkeyCommand: AsyncParsableCommand {
         discussion: """
             Exit codes: 0 success (signout: complete); 1 failed (signout: still signed in); 2 usage or \
             input error; 3 signout partial (signed out here, a server step failed or was queued); 4 the \
-            account must sign in again.
+            account must sign in again; 5 api: the server could not be reached or did not answer. A \
+            status other than 0 always comes with a line on standard error that says why.
             """,
         version: LatchkeyVersion.current,
         subcommands: [

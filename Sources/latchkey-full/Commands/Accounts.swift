@@ -52,10 +52,9 @@ struct Accounts: AsyncParsableCommand {
             }
         }
         if !damaged.isEmpty {
-            Output.error(
+            throw CLIError.failed(
                 "\(damaged.count) damaged record(s) left as they are; the other accounts work. Remove a damaged account with `latchkey remove ID`; choose the default again with `latchkey use`."
             )
-            throw ExitCode(ExitStatus.failed.rawValue)
         }
     }
 

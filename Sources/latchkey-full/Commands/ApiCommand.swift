@@ -11,9 +11,15 @@ struct ApiCommand: AsyncParsableCommand {
         commandName: "api", abstract: "Send a request with the account's token and print the answer's body.",
         discussion: """
             The token is refreshed when needed. A token bound to the account's key (DPoP) goes with a \
-            proof for this request, and a server's nonce challenge is answered once. An answer that \
-            says the token is not valid refreshes it, once, and the request is sent again. Exits 1 \
-            when the answer's status is not 2xx.
+            proof for this request, and a server's nonce challenge is answered with the newest nonce \
+            (a few times at most). An answer that says the token is not valid refreshes it, once, and \
+            the request is sent again.
+
+            Exit status: 0 the answer's status is 2xx; 1 the server answered with another status \
+            (its body on standard output, and on standard error one line with the status, the \
+            server's reason and what to do) or the command failed otherwise; 2 a usage error, nothing \
+            sent; 4 the account must sign in again; 5 the server (or the provider, for a refresh) \
+            could not be reached or did not answer in time.
             """)
 
     @OptionGroup var global: GlobalOptions
@@ -70,11 +76,17 @@ struct ApiCommand: AsyncParsableCommand {
                 request, body: body, resource: resource.flatMap(URL.init(string:)),
                 scopes: scope.map { $0.split(separator: " ").map(String.init) },
                 through: AsyncHTTPClientTransport.shared)
+        } catch  where error.code == .transport || error.code == .timedOut {
+            throw CLIError(status: .unreachable, description: "The request was not answered: \(error)")
         } catch {
             throw CLIError.provider(error, doing: "The request failed")
         }
         show(answer)
-        if !(200..<300).contains(answer.response.status.code) { throw ExitCode(ExitStatus.failed.rawValue) }
+        guard (200..<300).contains(answer.response.status.code) else {
+            throw CLIError.failed(
+                APIFailure(status: answer.response.status, headers: answer.response.headerFields, body: answer.body)
+                    .message)
+        }
     }
 
     private func show(_ answer: HTTPTransportResponse) {

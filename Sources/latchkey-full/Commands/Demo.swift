@@ -173,7 +173,8 @@ struct Narrator {
             Output.line("")
             Output.line("\(failures.count) step(s) did not behave as expected:")
             for failure in failures { Output.line(mark: false, failure) }
-            throw ExitCode(ExitStatus.failed.rawValue)
+            throw CLIError.failed(
+                "The demo found \(failures.count) step(s) that did not behave as expected (see above).")
         }
     }
 }

@@ -81,8 +81,14 @@ struct SignOut: AsyncParsableCommand {
         show(result)
         switch result {
         case .complete: return
-        case .partial: throw ExitCode(ExitStatus.partial.rawValue)
-        case .failed: throw ExitCode(ExitStatus.failed.rawValue)
+        case .partial:
+            throw CLIError(
+                status: .partial,
+                description:
+                    "Signed out on this device; a server step did not go through (see above): queued ones are sent by `latchkey outbox retry`."
+            )
+        case .failed:
+            throw CLIError.failed("The sign-out did not complete (see above); the account stays signed in.")
         }
     }
 
@@ -205,7 +211,11 @@ struct Outbox: AsyncParsableCommand {
                 }
                 for record in damaged { Output.line("! damaged entry \(record.id): \(Output.safe(record.reason))") }
             }
-            if !damaged.isEmpty { throw ExitCode(ExitStatus.failed.rawValue) }
+            if !damaged.isEmpty {
+                throw CLIError.failed(
+                    "\(damaged.count) damaged outbox entr\(damaged.count == 1 ? "y" : "ies") left as they are; drop one with `latchkey outbox drop ID`."
+                )
+            }
         }
     }
 
@@ -234,7 +244,9 @@ struct Outbox: AsyncParsableCommand {
             ]
             if !report.damaged.isEmpty { fields["damaged"] = .array(report.damaged.map { .string($0.id) }) }
             Output.report(global, "Outbox: \(report).", fields)
-            if !report.isClean { throw ExitCode(ExitStatus.failed.rawValue) }
+            if !report.isClean {
+                throw CLIError.failed("Not every queued step went through: \(report).")
+            }
         }
     }
 

@@ -83,7 +83,12 @@ struct Status: AsyncParsableCommand {
         } else {
             render(rows, outbox)
         }
-        if rows.contains(where: \.needsSignIn) { throw ExitCode(ExitStatus.signInRequired.rawValue) }
+        let stale = rows.filter(\.needsSignIn).count
+        if stale > 0 {
+            throw CLIError(
+                status: .signInRequired,
+                description: "\(stale) account(s) must sign in again (`latchkey login`).")
+        }
     }
 
     /// Asks the provider about `account`: its user info with a fresh access token, and for a

@@ -197,7 +197,7 @@ struct Revoke: AsyncParsableCommand {
                     "The session stays: `latchkey token` mints new tokens through it; `latchkey signout` ends it.")
             }
         }
-        if !result.succeeded { throw ExitCode(ExitStatus.failed.rawValue) }
+        if !result.succeeded { throw CLIError.failed("Not every token was revoked (see above).") }
     }
 }
 
