@@ -80,7 +80,7 @@ struct DPoPTests {
         }
     }
 
-    @Test("a nonce challenge is answered once with the new nonce, and never a second time")
+    @Test("a nonce challenge is answered with the newest nonce, three times at most, never in a loop")
     func nonces() async throws {
         try await withHarness(.dev, tweak: Self.bound) { harness in
             let dev = try #require(harness.dev)
@@ -97,15 +97,18 @@ struct DPoPTests {
             await dev.forceDPoPNonceChallenges(1)
             _ = try await alice.userInfo()
             #expect(dev.faults.count("dpop.refused") == 2)
-            // Two in a row: the second challenge is the answer, not a loop.
-            await dev.forceDPoPNonceChallenges(2)
+            // Three in a row are answered; a fourth is the answer, not a loop.
+            await dev.forceDPoPNonceChallenges(3)
+            _ = try await alice.userInfo()
+            #expect(dev.faults.count("dpop.refused") == 5)
+            await dev.forceDPoPNonceChallenges(4)
             let error = await #expect(throws: ProviderError.self) { try await alice.userInfo() }
             #expect(error?.oauthError == .useDPoPNonce)
-            #expect(dev.faults.count("dpop.refused") == 4)
-            await dev.forceDPoPNonceChallenges(2)
+            #expect(dev.faults.count("dpop.refused") == 9)
+            await dev.forceDPoPNonceChallenges(4)
             let tokenError = await #expect(throws: ProviderError.self) { try await alice.refresh() }
             #expect(tokenError?.oauthError == .useDPoPNonce)
-            #expect(dev.faults.count("dpop.refused") == 6)
+            #expect(dev.faults.count("dpop.refused") == 13)
             // The refresh token was not spent: the next refresh goes through.
             try await alice.refresh()
         }

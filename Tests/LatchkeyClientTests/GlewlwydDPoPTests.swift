@@ -57,14 +57,12 @@ struct GlewlwydDPoPTests {
         }
     }
 
-    /// The issue asked for every call to succeed here. No client that answers a challenge once
-    /// can promise that: Glewlwyd's one nonce per client changes after every second accepted
-    /// proof, so while eight processes call at once, a retry's fresh nonce is often spent by two
-    /// other processes before it arrives (about one call in four in our runs, with or without
-    /// the store sharing nonces). What holds, and is tested: one refresh for all eight, no call
-    /// sends more than one retry, and every failed call failed on a second nonce challenge.
+    /// Glewlwyd's one nonce per client changes after it is used, so while eight processes call
+    /// at once they spend each other's: a call's retries after a nonce challenge run under the
+    /// credential's lease, each with the newest nonce, so that retriers do not collide with
+    /// each other, and at most three retries follow the first refusal.
     @Test(
-        "8 processes refresh and call userinfo at once with a nonce that changes every second proof: one refresh, and no call retries more than once"
+        "8 processes refresh and call userinfo at once with a nonce that changes as it is used: one refresh, every call succeeds, at most three retries each"
     )
     func processes() async throws {
         try await AsyncGate.glewlwyd.run {
@@ -97,13 +95,13 @@ struct GlewlwydDPoPTests {
                 #expect(result.status == 0, "\(result.stderr)")
                 let words = result.stdout.split(whereSeparator: \.isWhitespace).map(String.init)
                 let number = { (name: String) in words.firstIndex(of: name).flatMap { Int(words[$0 + 1]) } }
-                #expect(number("failed") == number("nonce-failures"), "\(result.stdout) \(result.stderr)")
-                #expect(try #require(number("most-challenges")) <= 2, "\(result.stdout)")
+                #expect(number("failed") == 0, "\(result.stdout) \(result.stderr)")
+                #expect(try #require(number("most-challenges")) <= 1 + 3, "\(result.stdout)")
                 refreshes += try #require(number("refreshes"), "\(result.stdout) \(result.stderr)")
                 failed += try #require(number("failed"))
             }
             #expect(refreshes == 1)
-            print("DPoP across 8 processes at Glewlwyd: \(failed) of 48 calls met a second nonce challenge")
+            print("DPoP across 8 processes at Glewlwyd: \(failed) of 48 calls failed")
         }
     }
 }

@@ -58,6 +58,11 @@ extension Credential {
         through transport: any HTTPTransport, options: HTTPTransportOptions = HTTPTransportOptions()
     ) async throws(ProviderError) -> HTTPTransportResponse {
         @Sendable func transmit(_ request: HTTPRequest) async throws(ProviderError) -> HTTPTransportResponse {
+            // Retries sent under the credential's lease are answered within its deadline.
+            var options = options
+            if let deadline = RequestDeadline.current, let timeout = deadline.timeout(cutting: options.timeout) {
+                options.timeout = timeout
+            }
             do {
                 return try await transport.send(request, body: body, options: options)
             } catch {
@@ -67,11 +72,47 @@ extension Credential {
             }
         }
         let first = try await presented(resource: resource, scopes: scopes, minimumValidity: 60)
-        let answer = try await first.send(request, transmit)
+        let answer = try await withNonceRetriesUnderLease { () async throws(ProviderError) in
+            try await first.send(request, transmit)
+        }
         guard AuthenticationChallenge.rejectsToken(answer.response) else { return answer }
         store.logger.debug("a resource server rejected the access token; refreshing", metadata: ["credential": "\(id)"])
         try await reject(accessToken: first.accessToken)
-        return try await presented(resource: resource, scopes: scopes, minimumValidity: 60).send(request, transmit)
+        let second = try await presented(resource: resource, scopes: scopes, minimumValidity: 60)
+        return try await withNonceRetriesUnderLease { () async throws(ProviderError) in
+            try await second.send(request, transmit)
+        }
+    }
+
+    /// Runs `body`, whose DPoP requests' retries after a nonce challenge run under this
+    /// credential's lease: the processes sharing the store retry one after another, each with
+    /// the nonce the one before it left, instead of spending each other's (a server that rotates
+    /// its nonce at every use has one for all of them). Not for a body that refreshes: the
+    /// refresh takes the same lease.
+    func withNonceRetriesUnderLease<T: Sendable>(_ body: () async throws(ProviderError) -> T)
+        async throws(ProviderError)
+        -> T
+    {
+        let result = await DPoPSigning.$retryRunner.withValue(nonceRetriesUnderLease) {
+            () async -> Result<T, ProviderError> in
+            do throws(ProviderError) {
+                return .success(try await body())
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
+    }
+
+    /// Runs nonce retries in this credential's transaction (under its lease).
+    private func nonceRetriesUnderLease(
+        _ retries: @escaping @Sendable () async -> Result<HTTPTransportResponse, ProviderError>
+    ) async -> Result<HTTPTransportResponse, ProviderError> {
+        do {
+            return try await store.transaction(id) { _ async throws(StorageError) in await retries() }
+        } catch {
+            return .failure(.storage(error))
+        }
     }
 
     /// The access token a request carries, and the proofs that go with it when it is bound.
@@ -94,7 +135,8 @@ extension Credential {
         guard let key = binding.key else { throw .dpopKeyUnavailable }
         return PresentedToken(
             accessToken: accessToken,
-            signing: DPoPSigning(key: key, accessToken: accessToken, nonces: store.dpopNonces, clock: store.clock))
+            signing: DPoPSigning(
+                key: key, accessToken: accessToken, nonces: store.dpopNonces, clock: store.clock, logger: store.logger))
     }
 }
 
@@ -111,7 +153,8 @@ package struct PresentedToken: Sendable {
     }
 
     func send(
-        _ request: HTTPRequest, _ transmit: @Sendable (HTTPRequest) async throws(ProviderError) -> HTTPTransportResponse
+        _ request: HTTPRequest,
+        _ transmit: @escaping @Sendable (HTTPRequest) async throws(ProviderError) -> HTTPTransportResponse
     ) async throws(ProviderError) -> HTTPTransportResponse {
         guard let signing else { return try await transmit(try await authorize(request)) }
         return try await signing.send(request, transmit)

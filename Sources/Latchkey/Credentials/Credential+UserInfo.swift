@@ -8,12 +8,18 @@ extension Credential {
 
     private func askUserInfo() async throws(ProviderError) -> [String: JSONValue] {
         let (token, accessToken) = try await usableToken()
+        let provider = self.provider
         do {
-            return try await provider.userInfo(for: token)
+            return try await withNonceRetriesUnderLease { () async throws(ProviderError) in
+                try await provider.userInfo(for: token)
+            }
         } catch {
             guard error.rejectedAccessToken else { throw error }
             try await reject(accessToken: accessToken)
-            return try await provider.userInfo(for: try await usableToken().token)
+            let fresh = try await usableToken().token
+            return try await withNonceRetriesUnderLease { () async throws(ProviderError) in
+                try await provider.userInfo(for: fresh)
+            }
         }
     }
 

@@ -148,14 +148,16 @@ extension CredentialStore {
         let outcome = try await storage.withCredentialLease(for: id, terms: terms) { access in
             let deadline = RequestDeadline(leaseOf: terms.duration, clock: terms.clock)
             let transaction = CredentialTransaction(id: id, store: self, access: access, deadline: deadline)
-            // The providers the body calls share through this store, within the lease's deadline.
+            // The providers the body calls share through this store, within the lease's deadline;
+            // its nonce retries run as they are (the lease is held already).
             return await StorageCapabilities.$calling.withValue(capabilities) {
                 await RequestDeadline.$current.withValue(deadline) {
-                    () async -> Swift.Result<Result, StorageError> in
-                    do throws(StorageError) {
-                        return .success(try await body(transaction))
-                    } catch {
-                        return .failure(error)
+                    await DPoPSigning.$retryRunner.withValue(nil) { () async -> Swift.Result<Result, StorageError> in
+                        do throws(StorageError) {
+                            return .success(try await body(transaction))
+                        } catch {
+                            return .failure(error)
+                        }
                     }
                 }
             }

@@ -1,5 +1,6 @@
 package import Foundation
 import HTTPTypes
+import Logging
 import NIOConcurrencyHelpers
 
 /// The nonces servers gave for DPoP proofs (RFC 9449 §8 for a provider, §9 for a resource
@@ -63,6 +64,33 @@ package final class DPoPNonces: Sendable {
         if changed, let storage = shared { try? await storage.setDPoPNonce(nonce, for: key) }
     }
 
+    /// Whether the server at `url`'s origin was seen, within the last ``rotationMemory``, moving
+    /// its nonce on as proofs used it (by this process or any sharing the store): such a server
+    /// has one nonce at a time for every caller, and concurrent callers spend each other's.
+    package func rotatesOnUse(_ url: URL, now: Date) async -> Bool {
+        let key = self.key(for: url) + Self.rotationSuffix
+        let seen =
+            if let storage = shared, let stored = try? await storage.dpopNonce(for: key) {
+                stored
+            } else {
+                nonces.withLockedValue { $0[key] }
+            }
+        guard let seen, let seconds = Double(seen) else { return false }
+        return now.timeIntervalSince1970 - seconds < Self.rotationMemory
+    }
+
+    /// Notes that the server at `url`'s origin moved its nonce on past the one a proof carried.
+    package func noteRotation(for url: URL, now: Date) async {
+        let key = self.key(for: url) + Self.rotationSuffix
+        let value = String(now.timeIntervalSince1970)
+        nonces.withLockedValue { $0[key] = value }
+        if let storage = shared { try? await storage.setDPoPNonce(value, for: key) }
+    }
+
+    /// How long a server seen rotating its nonce on use is treated so.
+    static let rotationMemory: TimeInterval = 60
+    private static let rotationSuffix = " rotates-on-use"
+
     /// Scope, scheme, host and port: a nonce belongs to a server, not to one of its paths.
     private func key(for url: URL) -> String {
         let origin =
@@ -78,6 +106,19 @@ struct DPoPSigning: Sendable {
     var accessToken: String?
     var nonces: DPoPNonces
     var clock: any LatchkeyClock
+    var logger: Logger = .disabled("latchkey.dpop")
+
+    /// Runs the retries of a request whose proof was refused for want of a nonce under a lock
+    /// other processes' retries wait for, so that retriers do not spend each other's nonces.
+    typealias RetryRunner =
+        @Sendable (@escaping @Sendable () async -> Result<HTTPTransportResponse, ProviderError>) async -> Result<
+            HTTPTransportResponse, ProviderError
+        >
+
+    /// The runner of this task's nonce retries: a credential's own requests outside its
+    /// transaction set it (``Credential/withNonceRetriesUnderLease(_:)``); without one, retries
+    /// run as they are (a refresh's, which holds the lease already).
+    @TaskLocal static var retryRunner: RetryRunner?
 
     /// `request` with a fresh proof, and `Authorization: DPoP` when it carries an access token.
     func prove(_ request: HTTPRequest) async throws(ProviderError) -> HTTPRequest {
@@ -93,22 +134,73 @@ struct DPoPSigning: Sendable {
         return request
     }
 
-    /// Sends `request` with a proof through `send`. A nonce the server sends is kept; when the
-    /// server refuses the proof for want of a nonce (`use_dpop_nonce`, RFC 9449 §8.1 and §9.1)
-    /// and gives a new one, the request goes once more with it, and never a third time.
+    /// Sends `request` with a proof through `send`. A nonce the server sends is kept. When the
+    /// server refuses the proof for want of a nonce (`use_dpop_nonce`, RFC 9449 §8.1 and §9.1),
+    /// the request goes again with the newest nonce — the challenge's, or a newer one another
+    /// process stored since — at most ``NonceRetries/maximum`` times, after a short random pause
+    /// (``NonceRetries/pause(before:)``); never in a loop. With a ``retryRunner``, the retries run
+    /// through it, and so does the whole request while the server is one that moves its nonce on
+    /// as it is used (``DPoPNonces/rotatesOnUse(_:now:)``): callers then take turns instead of
+    /// spending each other's nonces.
     func send(
-        _ request: HTTPRequest, _ send: @Sendable (HTTPRequest) async throws(ProviderError) -> HTTPTransportResponse
+        _ request: HTTPRequest,
+        _ send: @escaping @Sendable (HTTPRequest) async throws(ProviderError) -> HTTPTransportResponse
     ) async throws(ProviderError) -> HTTPTransportResponse {
         guard let url = request.url else { return try await send(try await prove(request)) }
+        let runner = Self.retryRunner
+        if let runner, await nonces.rotatesOnUse(url, now: clock.date) {
+            return try await runner { await attempts(request, url: url, after: nil, send) }.get()
+        }
+        let first = try await attempt(request, url: url, send)
+        guard first.asksForNonce else { return first.answer }
+        guard let runner else { return try await attempts(request, url: url, after: first.answer, send).get() }
+        return try await runner { await attempts(request, url: url, after: first.answer, send) }.get()
+    }
+
+    /// The request's attempts after `first` (or from the first, when `nil`): until one is not
+    /// refused for want of a nonce, at most ``NonceRetries/maximum`` retries.
+    private func attempts(
+        _ request: HTTPRequest, url: URL, after first: HTTPTransportResponse?,
+        _ send: @escaping @Sendable (HTTPRequest) async throws(ProviderError) -> HTTPTransportResponse
+    ) async -> Result<HTTPTransportResponse, ProviderError> {
+        do throws(ProviderError) {
+            var answer: HTTPTransportResponse
+            if let first {
+                answer = first
+            } else {
+                let attempt = try await attempt(request, url: url, send)
+                guard attempt.asksForNonce else { return .success(attempt.answer) }
+                answer = attempt.answer
+            }
+            for retry in 1...NonceRetries.maximum {
+                if retry > 1 { try? await Task.sleep(for: NonceRetries.pause(before: retry)) }
+                logger.debug(
+                    "the server asked for a newer DPoP nonce; sending again",
+                    metadata: ["retry": "\(retry)", "host": "\(url.host ?? "")"])
+                let attempt = try await attempt(request, url: url, send)
+                answer = attempt.answer
+                guard attempt.asksForNonce else { break }
+            }
+            return .success(answer)
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// One proof and send: the answer, the nonce it carries kept (and, when it is not the one
+    /// the proof carried, the server noted as moving its nonce on), and whether it refuses the
+    /// proof for want of a nonce and gave one to try (a refusal without a nonce is final).
+    private func attempt(
+        _ request: HTTPRequest, url: URL,
+        _ send: @Sendable (HTTPRequest) async throws(ProviderError) -> HTTPTransportResponse
+    ) async throws(ProviderError) -> (answer: HTTPTransportResponse, asksForNonce: Bool) {
         let proved = try await prove(request)
-        let used = proved.headerFields[.dpop].flatMap(UnverifiedClaims.read)?["nonce"]?.stringValue
-        let first = try await send(proved)
-        guard let nonce = first.response.headerFields[.dpopNonce] else { return first }
+        let answer = try await send(proved)
+        guard let nonce = answer.response.headerFields[.dpopNonce] else { return (answer, false) }
         await nonces.record(nonce, for: url)
-        guard Self.asksForNonce(first), nonce != used else { return first }
-        let second = try await send(try await prove(request))
-        if let next = second.response.headerFields[.dpopNonce] { await nonces.record(next, for: url) }
-        return second
+        let used = proved.headerFields[.dpop].flatMap(UnverifiedClaims.read)?["nonce"]?.stringValue
+        if let used, used != nonce { await nonces.noteRotation(for: url, now: clock.date) }
+        return (answer, Self.asksForNonce(answer))
     }
 
     /// Whether `answer` refuses a proof for want of a (new) nonce: a token endpoint's 400
@@ -132,4 +224,19 @@ extension HTTPField.Name {
     static let dpop = HTTPField.Name("DPoP")!
     /// A server's nonce for the next proof (RFC 9449 §8).
     static let dpopNonce = HTTPField.Name("DPoP-Nonce")!
+}
+
+/// How often, and how far apart, a request whose DPoP proof was refused for want of a nonce is
+/// sent again: a server that rotates its nonce at every use (Glewlwyd's `oauth-dpop-nonce-counter`
+/// 1) has one nonce for all of a client's processes, and processes that start together spend
+/// each other's.
+enum NonceRetries {
+    /// Retries after the first refusal, at most.
+    static let maximum = 3
+
+    /// A random pause before retry `retry` (the first goes at once; the second after up to 10 ms,
+    /// the third up to 20 ms), so that processes refused together do not come back together.
+    static func pause(before retry: Int) -> Duration {
+        .microseconds(Int.random(in: 0...(5_000 << min(retry - 1, 4))))
+    }
 }
