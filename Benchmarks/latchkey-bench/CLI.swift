@@ -92,6 +92,27 @@ func cliFigures() async throws {
     record("cli.token.parallel8.failures", Double(failures), "count")
     record("cli.token.parallel8.process.median", percentile(stale, 0.5), "ms")
     record("cli.token.parallel8.added_latency.median", percentile(stale, 0.5) - fresh, "ms")
+
+    // 32 `latchkey api` processes at once with a DPoP-bound account, at a server whose nonce
+    // stays and at one that moves it on at every use (the callers then take turns).
+    _ = run([
+        "provider", "add", "bound", "--issuer", dev.issuer.absoluteString, "--client-id", "latchkey-cli", "--dpop",
+        "--allow-password-grant",
+    ])
+    _ = run(["login", "--provider", "bound", "--username", "bob", "--password-stdin"], input: "bob-password\n")
+    for (name, rotation) in [("stable_nonce", 1_000_000), ("rotating_nonce", 1)] {
+        await dev.requireDPoPNonces(rotatingAfter: rotation)
+        var walls: [Double] = []
+        var failed = 0
+        for _ in 0..<(quick ? 2 : 5) {
+            let start = ContinuousClock.now
+            let results = runConcurrently(32, ["api", "--account", "bob", dev.url(.userinfo).absoluteString])
+            walls.append(milliseconds(ContinuousClock.now - start))
+            failed += results.filter { $0.status != 0 }.count
+        }
+        record("cli.api.parallel32.\(name).wall.median", percentile(walls, 0.5), "ms")
+        record("cli.api.parallel32.\(name).failures", Double(failed), "count")
+    }
     await dev.stop()
 }
 
