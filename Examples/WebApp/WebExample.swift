@@ -34,6 +34,15 @@ struct WebExample: AsyncParsableCommand {
     var postgres: String?
     @Option(help: "The store's 256-bit key, in hex (PostgreSQL): the same for every instance.")
     var keyHex: String?
+    @Option(
+        help:
+            "The scopes each sign-in asks for (space separated; default: openid profile email). With offline_access, prompt=consent is sent too (OpenID Connect Core §11)."
+    )
+    var scope: String?
+    @Option(help: "prompt's values for each sign-in (space separated: login, consent, select_account).")
+    var prompt: String?
+    @Option(help: "max_age: re-authenticate users who signed in longer ago than this (seconds).")
+    var maxAge: Int?
 
     func run() async throws {
         let base = "http://127.0.0.1:\(port)"
@@ -74,7 +83,10 @@ struct WebExample: AsyncParsableCommand {
         }
         let sessions = try WebSessions(
             store: store, provider: provider, redirectURI: URL(string: "\(base)/callback")!,
-            postLogoutRedirectURI: URL(string: "\(base)/"))
+            postLogoutRedirectURI: URL(string: "\(base)/"),
+            authorization: AuthorizationParameters(
+                scopes: scope.map { $0.split(separator: " ").map(String.init) },
+                prompt: prompt.map { $0.split(separator: " ").map(String.init) } ?? [], maxAge: maxAge))
         let router = Router(context: LatchkeyWebContext.self)
         router.add(middleware: WebSessionMiddleware(sessions: sessions))
         WebSignInRoutes<LatchkeyWebContext>(sessions: sessions).register(on: router)

@@ -51,6 +51,9 @@ struct WebFleetTests {
                     [
                         "--issuer", issuer.absoluteString, "--client-id", clientID, "--client-secret", secret,
                         "--port", "\(port)", "--postgres", url, "--key-hex", hex,
+                        // A refresh token for the sessions, asked as OpenID Connect Core §11 says:
+                        // the example then sends prompt=consent, which the providers require.
+                        "--scope", "openid profile email offline_access",
                     ])
                 instances.append(instance)
                 let said = try await instance.standardOutput(until: { $0.contains("listening on") })

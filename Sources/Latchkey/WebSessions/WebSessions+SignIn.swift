@@ -37,9 +37,9 @@ extension WebSessions {
     {
         let request: AuthorizationRequest
         do {
-            let (provider, redirectURI) = (self.provider, self.redirectURI)
+            let (provider, redirectURI, parameters) = (self.provider, self.redirectURI, self.authorization)
             request = try await store.capabilities.sharing { () async throws(ProviderError) in
-                try await provider.authorizationRequest(redirectURI: redirectURI)
+                try await provider.authorizationRequest(redirectURI: redirectURI, parameters: parameters)
             }
         } catch {
             throw WebSignInError(.provider, reason: "The sign-in could not be started.", underlying: error)

@@ -29,6 +29,12 @@ public final class WebSessions: Sendable {
     public let postLogoutRedirectURI: URL?
     /// Lifetimes.
     public let policy: WebSessionPolicy
+    /// What each sign-in asks the provider for: by default `openid profile email`, and no
+    /// `offline_access` unless asked (then with `prompt=consent`, OpenID Connect Core §11).
+    public let authorization: AuthorizationParameters
+
+    /// The scopes a web sign-in asks for unless told otherwise.
+    public static let defaultScopes = ["openid", "profile", "email"]
     let storage: any WebSessionStorage
     let logger: Logger
 
@@ -36,9 +42,14 @@ public final class WebSessions: Sendable {
     ///
     /// - Throws: ``StorageError/Code/unsupported`` when the store's storage keeps no web
     ///   sessions (every storage Latchkey ships does).
+    ///
+    /// - Parameter authorization: what each sign-in asks for (scopes, `prompt`, `max_age`,
+    ///   `acr_values`, resources); scopes left `nil` are ``defaultScopes``, not the provider
+    ///   configuration's.
     public init(
         store: CredentialStore, provider: OpenIDProvider, redirectURI: URL, postLogoutRedirectURI: URL? = nil,
-        policy: WebSessionPolicy = WebSessionPolicy(), logger: Logger? = nil
+        policy: WebSessionPolicy = WebSessionPolicy(),
+        authorization: AuthorizationParameters = AuthorizationParameters(), logger: Logger? = nil
     ) throws(StorageError) {
         guard let storage = store.capabilities.webSessions else {
             throw StorageError(.unsupported, reason: "This store's storage keeps no web sessions.")
@@ -48,6 +59,9 @@ public final class WebSessions: Sendable {
         self.redirectURI = redirectURI
         self.postLogoutRedirectURI = postLogoutRedirectURI
         self.policy = policy
+        var authorization = authorization
+        authorization.scopes = authorization.scopes ?? Self.defaultScopes
+        self.authorization = authorization
         self.storage = storage
         self.logger = logger ?? Logger(label: "latchkey.web", factory: { _ in SwiftLogNoOpLogHandler() })
     }

@@ -71,7 +71,7 @@ struct Endpoints: Sendable {
             "introspection_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
             "code_challenge_methods_supported": ["S256"],
             "dpop_signing_alg_values_supported": ["ES256"],
-            "prompt_values_supported": ["none", "login"],
+            "prompt_values_supported": ["none", "login", "consent"],
             "authorization_response_iss_parameter_supported": true,
             "frontchannel_logout_supported": false,
         ]

@@ -36,7 +36,9 @@ struct WebApp {
     static func start(
         port: Int, issuer: URL, store: CredentialStore = .inMemory(), clientID: String = "web-app",
         secret: String = "web-app-secret", policy: WebSessionPolicy = WebSessionPolicy(), publicBase: URL? = nil,
-        sweepEvery interval: Duration? = nil
+        sweepEvery interval: Duration? = nil,
+        authorization: AuthorizationParameters = AuthorizationParameters(
+            scopes: ["openid", "profile", "email", "offline_access"])
     ) async throws -> WebApp {
         let provider = OpenIDProvider(
             configuration: OpenIDProviderConfiguration(
@@ -47,7 +49,7 @@ struct WebApp {
         let known = publicBase ?? base
         let sessions = try WebSessions(
             store: store, provider: provider, redirectURI: known.appendingPathComponent("callback"),
-            postLogoutRedirectURI: known.appendingPathComponent(""), policy: policy)
+            postLogoutRedirectURI: known.appendingPathComponent(""), policy: policy, authorization: authorization)
         let recorder = SignOutRecorder()
         let router = Router(context: LatchkeyWebContext.self)
         router.add(middleware: WebSessionMiddleware(sessions: sessions))

@@ -55,11 +55,24 @@ extension OpenIDProvider {
     public func authorizationRequest(redirectURI: URL, scopes: [String]? = nil, prompt: String? = nil)
         async throws(ProviderError) -> AuthorizationRequest
     {
+        try await authorizationRequest(
+            redirectURI: redirectURI,
+            parameters: AuthorizationParameters(
+                scopes: scopes, prompt: prompt.map { $0.split(separator: " ").map(String.init) } ?? []))
+    }
+
+    /// Builds an authorization request with a fresh `state`, `nonce` and PKCE S256 pair, asking
+    /// for what `parameters` say (`prompt=consent` added for `offline_access`, OpenID Connect
+    /// Core §11).
+    public func authorizationRequest(redirectURI: URL, parameters: AuthorizationParameters)
+        async throws(ProviderError) -> AuthorizationRequest
+    {
         let endpoint = try await endpoint(.authorization)
         guard EndpointSecurity.isAcceptable(endpoint) else {
             throw ProviderError(
                 .insecureEndpoint, endpoint: .authorization, reason: "The authorization endpoint is not https.")
         }
+        let scopes = parameters.scopes ?? configuration.scopes
         let verifier = Self.randomString(bytes: 32)
         let challenge = Base64URL.encode(Data(SHA256.hash(data: Data(verifier.utf8))))
         let state = Self.randomString(bytes: 16)
@@ -70,14 +83,21 @@ extension OpenIDProvider {
             URLQueryItem(name: "response_type", value: "code"),
             URLQueryItem(name: "client_id", value: configuration.clientID),
             URLQueryItem(name: "redirect_uri", value: redirectURI.absoluteString),
-            URLQueryItem(name: "scope", value: (scopes ?? configuration.scopes).joined(separator: " ")),
+            URLQueryItem(name: "scope", value: scopes.joined(separator: " ")),
             URLQueryItem(name: "state", value: state), URLQueryItem(name: "nonce", value: nonce),
             URLQueryItem(name: "code_challenge", value: challenge),
             URLQueryItem(name: "code_challenge_method", value: "S256"),
         ]
-        if let prompt { items.append(URLQueryItem(name: "prompt", value: prompt)) }
+        let prompt = parameters.prompt(forScopes: scopes)
+        if !prompt.isEmpty { items.append(URLQueryItem(name: "prompt", value: prompt.joined(separator: " "))) }
+        if let maxAge = parameters.maxAge { items.append(URLQueryItem(name: "max_age", value: String(maxAge))) }
+        if !parameters.acrValues.isEmpty {
+            items.append(URLQueryItem(name: "acr_values", value: parameters.acrValues.joined(separator: " ")))
+        }
         // RFC 8707 §2.1: the resources the grant is for, each a `resource` parameter.
-        items += configuration.resources.map { URLQueryItem(name: "resource", value: $0.absoluteString) }
+        items += (parameters.resources ?? configuration.resources).map {
+            URLQueryItem(name: "resource", value: $0.absoluteString)
+        }
         components?.queryItems = items
         // URLComponents leaves "+" as is, which a server reads as a space.
         let query = components?.percentEncodedQuery?.replacingOccurrences(of: "+", with: "%2B")
