@@ -46,6 +46,28 @@ struct ResourceTokenTests {
         }
     }
 
+    @Test("a short-lived resource token is kept for half its life, as the account's own is: 700 calls, one refresh")
+    func shortLivedIsKept() async throws {
+        var configuration = DevProviderConfiguration.default
+        configuration.accessTokenLifetime = 10
+        let clock = TestClock()
+        try await withHarness(.dev, devConfiguration: configuration, clock: clock) { harness in
+            let alice = try await DPoPTests.signIn(harness)
+            let dev = try #require(harness.dev)
+            dev.faults.resetCounters()
+            var tokens: Set<String> = []
+            for _ in 0..<700 {
+                tokens.insert(try await alice.accessToken(for: Self.files))
+                clock.advance(0.006)  // 4.2 s in all: within half the token's 10 s
+            }
+            #expect(tokens.count == 1)
+            #expect(dev.faults.count("token.refresh_token") == 1)
+            clock.advance(1)  // past half its life: a new one
+            #expect(try await alice.accessToken(for: Self.files) != tokens.first)
+            #expect(dev.faults.count("token.refresh_token") == 2)
+        }
+    }
+
     @Test("a resource that is not an absolute URI without a fragment is refused before anything is sent")
     func invalidResource() async throws {
         try await withHarness(.dev) { harness in

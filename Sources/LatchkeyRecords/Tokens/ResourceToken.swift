@@ -45,10 +45,13 @@ public struct ResourceToken: Sendable, Hashable, Codable, CustomStringConvertibl
         return (resource ?? "") + " " + Set(scopes).sorted().joined(separator: " ")
     }
 
-    /// Whether it is still valid for `margin` seconds at `date` (one without an expiry is).
+    /// Whether it can be handed out at `date` for `margin` seconds: it stays valid that long,
+    /// or, for a token that lives less than twice that, for half its lifetime (the account's own
+    /// token's rule: a 10-second token is kept for 5 seconds, not refreshed at every call). One
+    /// without an expiry always can.
     public func isValid(for margin: TimeInterval, at date: Date) -> Bool {
         guard let expiresAt else { return true }
-        return expiresAt.timeIntervalSince(date) > margin
+        return expiresAt.timeIntervalSince(date) > min(margin, expiresAt.timeIntervalSince(issuedAt) / 2)
     }
 
     /// The resource, scopes and expiry; never the token.
