@@ -68,6 +68,7 @@ package struct TokenDescription {
         if let expiresAt { fields["expiresAt"] = .string(expiresAt.formatted(.iso8601)) }
         if let scope { fields["scope"] = .string(scope) }
         if let resource { fields["resource"] = .string(resource.absoluteString) }
+        if let resources = stored.resources { fields["grantResources"] = .array(resources.map(JSONValue.string)) }
         return fields
     }
 

@@ -50,6 +50,58 @@ struct CLIBrowserTests {
         }
     }
 
+    @Test(
+        "login --resource through Glewlwyd's login page: the grant keeps it, token --resource gets its token; a password sign-in's grant keeps none, and says so"
+    )
+    func glewlwydResources() async throws {
+        try await AsyncGate.glewlwyd.run {
+            let environment = try #require(
+                providerEnvironment("glewlwyd", variable: "LATCHKEY_GLEWLWYD_ENV"), "Glewlwyd is not running")
+            let issuer = try #require(environment["issuer"] as? String)
+            let files = "https://files.latchkey.test/"
+            let device = try Device()
+            defer { device.cleanUp() }
+            let added = try await device.run(
+                arguments: [
+                    "provider", "add", "glewlwyd", "--issuer", issuer, "--client-id", "latchkey-confidential",
+                    "--client-secret-stdin", "--auth-method", "basic", "--allow-password-grant",
+                ],
+                input: "latchkey-confidential-secret")
+            #expect(added.status == 0, "\(added.stderr)")
+            try await Self.signIn(
+                on: device, name: "glewlwyd-resource",
+                extra: [
+                    "--redirect-port", "8765", "--resource", files, "--scope", "openid profile email offline_access",
+                ]
+            ) { browser in
+                try await browser.type("alice", into: "#username")
+                try await browser.type("alice-password", into: "#password")
+                try await browser.click("#loginbut")
+                try await browser.click("button[title='Continue to client application']")
+            }
+            let status = try await device.run("--json", "status")
+            let row = try #require((status.object["accounts"] as? [[String: Any]])?.first)
+            #expect(row["resources"] as? [String] == [files], "\(status.stdout)")
+            let token = try await device.run("token", "--resource", files, "--format", "json")
+            #expect(token.status == 0, "\(token.stderr)")
+            #expect(token.object["resource"] as? String == files)
+            #expect(token.object["grantResources"] as? [String] == [files])
+            // A resource the grant was not asked for: refused, with what to run.
+            let other = try await device.run("token", "--resource", "https://mail.latchkey.test/")
+            #expect(other.status == 1)
+            #expect(other.stderr.contains("latchkey login --resource https://mail.latchkey.test/"), "\(other.stderr)")
+
+            // Glewlwyd's password grant keeps no resource, even when one is named.
+            let password = try await device.run(
+                arguments: ["login", "--username", "bob", "--password-stdin", "--resource", files],
+                input: "bob-password")
+            #expect(password.status == 0, "\(password.stderr)")
+            let refused = try await device.run("token", "bob", "--resource", files)
+            #expect(refused.status == 1)
+            #expect(refused.stderr.contains("password sign-in"), "\(refused.stderr)")
+        }
+    }
+
     /// Runs `latchkey login --browser` with a `$BROWSER` that hands the URL over, opens it in
     /// Chromium, lets `fill` sign in on the provider's page, and checks the CLI's page and exit.
     static func signIn(

@@ -43,6 +43,9 @@ public struct Token: Sendable, Hashable {
     /// Access tokens for single resources (RFC 8707), by ``ResourceToken/key(resource:scopes:)``,
     /// got with ``refreshToken``. A sign-out or a revocation of the access token covers them.
     public var resourceTokens: [String: ResourceToken]
+    /// The resources the grant was asked for at sign-in (RFC 8707 §2.1), when any were: many
+    /// providers issue a resource's token (``resourceTokens``) only for those.
+    public var resources: [String]?
 
     /// Creates a token from its parts.
     public init(
@@ -238,6 +241,7 @@ extension Token: Codable {
         case dpopThumbprint = "dpop_jkt"
         case dpopKey = "dpop_key"
         case resourceTokens = "resource_tokens"
+        case resources
     }
 
     public init(from decoder: any Decoder) throws {
@@ -254,6 +258,7 @@ extension Token: Codable {
         provider = try container.decode(ProviderIdentity.self, forKey: .provider)
         additionalFields = try container.decodeIfPresent([String: JSONValue].self, forKey: .additionalFields) ?? [:]
         resourceTokens = try container.decodeIfPresent([String: ResourceToken].self, forKey: .resourceTokens) ?? [:]
+        resources = try container.decodeIfPresent([String].self, forKey: .resources)
         if let thumbprint = try container.decodeIfPresent(String.self, forKey: .dpopThumbprint) {
             // A key that is missing or is no key leaves the binding without it: the account must
             // sign in again, and nothing else is lost.
@@ -277,6 +282,7 @@ extension Token: Codable {
         try container.encode(provider, forKey: .provider)
         if !additionalFields.isEmpty { try container.encode(additionalFields, forKey: .additionalFields) }
         if !resourceTokens.isEmpty { try container.encode(resourceTokens, forKey: .resourceTokens) }
+        try container.encodeIfPresent(resources, forKey: .resources)
         if let dpop {
             try container.encode(dpop.thumbprint, forKey: .dpopThumbprint)
             try container.encodeIfPresent(dpop.key.map { Base64URL.encode($0.rawRepresentation) }, forKey: .dpopKey)

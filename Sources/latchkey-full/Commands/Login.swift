@@ -24,6 +24,12 @@ struct Login: AsyncParsableCommand {
     var redirectPort: Int = 0
     @Option(help: "Seconds to wait for the browser or the device code.") var timeout: Int = 300
     @Flag(name: .customLong("make-default"), help: "Make this account the default.") var makeDefault = false
+    @Option(
+        help:
+            "A resource (RFC 8707) this sign-in's grant is for, besides the provider's own (repeatable): `token --resource` then gets its tokens at providers that issue them only for resources named at sign-in."
+    )
+    var resource: [String] = []
+    @Option(help: "The scopes to ask for (space separated), instead of the provider's.") var scope: String?
     @Flag(
         name: .customLong("no-browser"),
         help: "With --browser: only print the URL to open (on another machine, say); do not open a browser here.")
@@ -37,6 +43,9 @@ struct Login: AsyncParsableCommand {
         if passwordStdin, username == nil { throw ValidationError("--password-stdin needs --username.") }
         if username != nil, !passwordStdin { throw ValidationError("--username goes with --password-stdin.") }
         guard timeout > 0 else { throw ValidationError("--timeout must be positive.") }
+        for resource in resource where !ResourceToken.isValidResource(resource) {
+            throw ValidationError("--resource must be an absolute URI without a fragment (RFC 8707): \(resource)")
+        }
     }
 
     func run() async throws {
@@ -53,15 +62,19 @@ struct Login: AsyncParsableCommand {
         let credential: Credential
         do {
             if let ping = client as? PingJourneyProvider {
-                guard !browser, !device else {
+                guard !browser, !device, resource.isEmpty, scope == nil else {
                     throw CLIError.input(
-                        "A Ping journey signs in by walking its pages; --browser and --device are not for it.")
+                        "A Ping journey signs in by walking its pages; --browser, --device, --resource and --scope are not for it."
+                    )
                 }
                 let prompts = JourneyPrompts(
                     username: username, password: password, interactive: JourneyPrompts.standardInputIsTerminal)
                 credential = try await ping.signIn(
                     try await walk(ping, prompts), into: session.store, tags: tags, makeDefault: makeDefault)
             } else if let cognito = client as? CognitoProvider {
+                guard resource.isEmpty, scope == nil else {
+                    throw CLIError.input("--resource and --scope are for OpenID providers.")
+                }
                 guard let username, let password else {
                     throw CLIError.input("Cognito accounts sign in with --username and --password-stdin.")
                 }
@@ -73,9 +86,17 @@ struct Login: AsyncParsableCommand {
             } else if let openID = client as? OpenIDProvider {
                 let (store, makeDefault) = (session.store, makeDefault)
                 let method = method(password: password, countdown: countdown)
+                // The provider's resources and this sign-in's, each once.
+                let named = resource.compactMap(URL.init(string:))
+                let resources =
+                    named.isEmpty
+                    ? nil
+                    : openID.configuration.resources + named.filter { !openID.configuration.resources.contains($0) }
+                let scopes = scope.map { $0.split(separator: " ").map(String.init) }
                 // Ctrl-C cancels the sign-in: a grant the provider issued meanwhile is revoked.
                 credential = try await SignalDeferral.whileSigningIn {
-                    try await openID.signIn(method, into: store, tags: tags, makeDefault: makeDefault)
+                    try await openID.signIn(
+                        method, scopes: scopes, resources: resources, into: store, tags: tags, makeDefault: makeDefault)
                 }
             } else {
                 throw CLIError.input("This provider cannot sign in accounts.")

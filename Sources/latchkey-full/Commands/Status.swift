@@ -23,9 +23,11 @@ struct Status: AsyncParsableCommand {
         /// What --check found: `ok`, `sign-in-required`, or why it could not tell.
         var checked: String?
         var queuedRevocations: Int
+        /// The resources (RFC 8707) its grant was asked for at sign-in.
+        var resources: [String]?
 
         enum CodingKeys: String, CodingKey {
-            case accessTokenValid, needsSignIn, checked, queuedRevocations
+            case accessTokenValid, needsSignIn, checked, queuedRevocations, resources
         }
 
         /// The account's fields, then these, in one object.
@@ -36,6 +38,7 @@ struct Status: AsyncParsableCommand {
             try container.encode(needsSignIn, forKey: .needsSignIn)
             try container.encodeIfPresent(checked, forKey: .checked)
             try container.encode(queuedRevocations, forKey: .queuedRevocations)
+            try container.encodeIfPresent(resources, forKey: .resources)
         }
     }
 
@@ -71,6 +74,8 @@ struct Status: AsyncParsableCommand {
                 accessTokenValid: account.hasAccessToken && (account.accessTokenExpiresAt.map { $0 > now } ?? true),
                 needsSignIn: account.needsSignIn,
                 queuedRevocations: entries.filter { $0.account != nil && $0.account == name }.count)
+            // The one thing here from the sealed tokens (a damaged record shows none of it).
+            row.resources = try? await session.store.credential(for: account.id)?.token.resources
             if check { row.checked = await Self.check(account, in: session, row: &row) }
             rows.append(row)
         }
@@ -130,6 +135,7 @@ struct Status: AsyncParsableCommand {
                 Output.line("    access token: \(expiry.map { "expired at \($0)" } ?? "none")")
             }
             Output.line("    refresh token: \(account.hasRefreshToken ? "held" : "none")")
+            if let resources = row.resources { Output.line("    resources: \(resources.joined(separator: " "))") }
             if row.needsSignIn {
                 Output.line(mark: false, "must sign in again: `latchkey login`")
             } else if let checked = row.checked {

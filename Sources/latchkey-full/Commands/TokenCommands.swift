@@ -69,6 +69,9 @@ struct TokenCommand: AsyncParsableCommand {
                 token = try await credential.accessToken()
             }
         } catch {
+            if error.oauthError == .invalidTarget, let resource {
+                throw CLIError.resourceRefused(error, resource: resource, grant: try? await credential.token.resources)
+            }
             throw CLIError.provider(error, doing: idToken ? "No ID token" : "No access token")
         }
         let stored = try await credential.token

@@ -6,6 +6,17 @@ import NIOConcurrencyHelpers
 
 extension CLIError {
     /// The tool's error for a provider failure: exit 4 when the account must sign in again.
+    /// A resource's token refused (`invalid_target`, RFC 8707 §2): many providers issue one
+    /// only for the resources named when the account signed in.
+    static func resourceRefused(_ error: ProviderError, resource: URL, grant: [String]?) -> CLIError {
+        let named = grant.map { "it was signed in for \($0.joined(separator: ", "))" } ?? "it was signed in for none"
+        return CLIError(
+            status: .failed,
+            description:
+                "The provider issues no token for \(resource.absoluteString) on this account's grant (\(error.oauthError?.rawValue ?? "refused"); \(named)). Sign in again naming it: `latchkey login --resource \(resource.absoluteString)` (through the browser: some providers, Glewlwyd among them, keep no resource on a password sign-in)."
+        )
+    }
+
     static func provider(_ error: ProviderError, doing what: String) -> CLIError {
         if error.requiresSignIn {
             return CLIError(

@@ -7,6 +7,8 @@ extension OpenIDProvider {
     /// - Parameters:
     ///   - method: password, browser or device code.
     ///   - scopes: the scopes to ask for; the configuration's by default.
+    ///   - resources: the resources the grant is for (RFC 8707); the configuration's by default.
+    ///     They are kept with the credential (``Token/resources``).
     ///   - store: where the credential goes.
     ///   - tags: application tags for the credential.
     ///   - makeDefault: make it the default account (the first account always becomes it).
@@ -14,26 +16,33 @@ extension OpenIDProvider {
     public func signIn(
         _ method: SignInMethod,
         scopes: [String]? = nil,
+        resources: [URL]? = nil,
         into store: CredentialStore,
         tags: [String: String] = [:],
         makeDefault: Bool = false
     ) async throws(ProviderError) -> Credential {
         // Its requests share what the provider publishes through the store that keeps it.
         let signedIn = try await store.capabilities.sharing { () async throws(ProviderError) in
-            try await token(for: method, scopes: scopes)
+            try await token(for: method, scopes: scopes, resources: resources)
         }
         return try await self.store(signedIn, in: store, tags: tags, makeDefault: makeDefault)
     }
 
-    /// The tokens of a sign-in, not stored.
-    public func token(for method: SignInMethod, scopes: [String]? = nil) async throws(ProviderError) -> Token {
+    /// The tokens of a sign-in, not stored, for `resources` (RFC 8707; the configuration's by
+    /// default) too.
+    public func token(for method: SignInMethod, scopes: [String]? = nil, resources: [URL]? = nil)
+        async throws(ProviderError) -> Token
+    {
         switch method {
         case .password(let username, let password):
-            return try await passwordToken(username: username, password: password, scopes: scopes)
+            return try await passwordToken(
+                username: username, password: password, scopes: scopes, resources: resources)
         case .browser(let listener, let timeout, let open):
             let session = try await listener.start()
             do {
-                let request = try await authorizationRequest(redirectURI: session.redirectURI, scopes: scopes)
+                let request = try await authorizationRequest(
+                    redirectURI: session.redirectURI,
+                    parameters: AuthorizationParameters(scopes: scopes, resources: resources))
                 await open(request.url)
                 let callback = try await session.callback(state: request.state, timeout: timeout)
                 await session.close()
@@ -43,7 +52,7 @@ extension OpenIDProvider {
                 throw error
             }
         case .deviceCode(let prompt):
-            let authorization = try await startDeviceAuthorization(scopes: scopes)
+            let authorization = try await startDeviceAuthorization(scopes: scopes, resources: resources)
             await prompt(authorization)
             return try await completeDeviceAuthorization(authorization)
         }
@@ -95,9 +104,8 @@ extension OpenIDProvider {
             items.append(URLQueryItem(name: "acr_values", value: parameters.acrValues.joined(separator: " ")))
         }
         // RFC 8707 §2.1: the resources the grant is for, each a `resource` parameter.
-        items += (parameters.resources ?? configuration.resources).map {
-            URLQueryItem(name: "resource", value: $0.absoluteString)
-        }
+        let resources = parameters.resources ?? configuration.resources
+        items += Self.resourceFields(resources).map { URLQueryItem(name: $0.0, value: $0.1) }
         components?.queryItems = items
         // URLComponents leaves "+" as is, which a server reads as a space.
         let query = components?.percentEncodedQuery?.replacingOccurrences(of: "+", with: "%2B")
@@ -107,7 +115,8 @@ extension OpenIDProvider {
                 .invalidResponse, endpoint: .authorization, reason: "The authorization URL is not valid.")
         }
         return AuthorizationRequest(
-            url: url, redirectURI: redirectURI, state: state, nonce: nonce, codeVerifier: verifier)
+            url: url, redirectURI: redirectURI, state: state, nonce: nonce, codeVerifier: verifier, resources: resources
+        )
     }
 
     /// Checks the redirect the browser came back with and exchanges its code for tokens.
@@ -153,18 +162,25 @@ extension OpenIDProvider {
         guard let code = value("code") else {
             throw ProviderError(.invalidResponse, endpoint: .authorization, reason: "The redirect carries no code.")
         }
-        return try await tokenRequest(
+        // RFC 8707 §2.2: the resources again, on the exchange of the code they were granted with.
+        var token = try await tokenRequest(
             [
                 ("grant_type", "authorization_code"), ("code", code),
                 ("redirect_uri", request.redirectURI.absoluteString), ("code_verifier", request.codeVerifier),
-            ], nonce: request.nonce, verifyingIDToken: verifyingIDToken, proofKey: try await signInProofKey())
+            ] + Self.resourceFields(request.resources), nonce: request.nonce, verifyingIDToken: verifyingIDToken,
+            proofKey: try await signInProofKey())
+        token.resources = Self.resourceNames(request.resources)
+        return token
     }
 
     // MARK: Device authorization grant (RFC 8628)
 
     /// Asks for a device code and a user code.
-    public func startDeviceAuthorization(scopes: [String]? = nil) async throws(ProviderError) -> DeviceAuthorization {
-        let form = [("scope", (scopes ?? configuration.scopes).joined(separator: " "))]
+    public func startDeviceAuthorization(scopes: [String]? = nil, resources: [URL]? = nil) async throws(ProviderError)
+        -> DeviceAuthorization
+    {
+        let resources = resources ?? configuration.resources
+        let form = [("scope", (scopes ?? configuration.scopes).joined(separator: " "))] + Self.resourceFields(resources)
         let fields = try await wire.json(
             .form(
                 .deviceAuthorization, try await endpoint(.deviceAuthorization), form, clientID: configuration.clientID,
@@ -183,7 +199,7 @@ extension OpenIDProvider {
             verificationURIComplete: fields["verification_uri_complete"]?.stringValue.flatMap(URL.init(string:)),
             expiresAt: now().addingTimeInterval(expiresIn),
             interval: ProviderNumbers.integer(fields["interval"]?.doubleValue, fallback: 5, in: 1...3_600),
-            deviceCode: deviceCode)
+            deviceCode: deviceCode, resources: resources)
     }
 
     /// Polls the token endpoint until the user approves, denies, or the code expires.
@@ -202,11 +218,13 @@ extension OpenIDProvider {
                 throw ProviderError(.cancelled, reason: "Waiting for the device sign-in was cancelled.")
             }
             do {
-                return try await tokenRequest(
+                var token = try await tokenRequest(
                     [
                         ("grant_type", "urn:ietf:params:oauth:grant-type:device_code"),
                         ("device_code", authorization.deviceCode),
                     ], proofKey: proofKey)
+                token.resources = Self.resourceNames(authorization.resources)
+                return token
             } catch {
                 switch error.oauthError {
                 case .authorizationPending?:

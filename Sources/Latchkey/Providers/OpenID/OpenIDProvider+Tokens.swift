@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import Logging
 
 extension OpenIDProvider {
@@ -89,6 +89,7 @@ extension OpenIDProvider {
         if let previous {
             token.dpop = previous.dpop
             token.resourceTokens = previous.resourceTokens
+            token.resources = previous.resources
             // A refresh answer may leave out what did not change (RFC 6749 §6, OIDC Core §12.2).
             token.refreshToken = token.refreshToken ?? previous.refreshToken
             token.idToken = token.idToken ?? previous.idToken
@@ -102,7 +103,7 @@ extension OpenIDProvider {
     /// Signs in with a username and password (the resource owner password grant, RFC 6749 §4.3),
     /// for scripts and tests, when ``OpenIDProviderConfiguration/allowsPasswordGrant`` says so:
     /// RFC 9700 §2.4 says the grant must not be used. Nothing is sent otherwise.
-    public func passwordToken(username: String, password: String, scopes: [String]? = nil)
+    public func passwordToken(username: String, password: String, scopes: [String]? = nil, resources: [URL]? = nil)
         async throws(ProviderError) -> Token
     {
         guard configuration.allowsPasswordGrant else {
@@ -112,11 +113,24 @@ extension OpenIDProvider {
                     "The password grant is off for this provider (RFC 9700 §2.4: it must not be used). Sign in through the browser or with a device code; for scripts and tests, turn it on with allowsPasswordGrant."
             )
         }
-        return try await tokenRequest(
+        let resources = resources ?? configuration.resources
+        var token = try await tokenRequest(
             [
                 ("grant_type", "password"), ("username", username), ("password", password),
                 ("scope", (scopes ?? configuration.scopes).joined(separator: " ")),
-            ], proofKey: try await signInProofKey())
+            ] + Self.resourceFields(resources), proofKey: try await signInProofKey())
+        token.resources = Self.resourceNames(resources)
+        return token
+    }
+
+    /// RFC 8707 §2.1: each resource a `resource` parameter.
+    static func resourceFields(_ resources: [URL]) -> [(String, String)] {
+        resources.map { ("resource", $0.absoluteString) }
+    }
+
+    /// The resources a grant was asked for, as ``Token/resources`` keeps them (`nil` for none).
+    static func resourceNames(_ resources: [URL]) -> [String]? {
+        resources.isEmpty ? nil : resources.map(\.absoluteString)
     }
 
     /// Fetches the metadata, and the JWKS when a new ID token may come back, before a refresh.

@@ -48,6 +48,8 @@ public struct AuthorizationRequest: Sendable {
     /// The `nonce` sent; the ID token must carry it.
     public let nonce: String
     let codeVerifier: String
+    /// The resources asked for (RFC 8707): the code exchange names them again.
+    var resources: [URL] = []
 }
 
 /// A device authorization in progress (RFC 8628 §3.2): what to show the user.
@@ -63,4 +65,6 @@ public struct DeviceAuthorization: Sendable {
     /// Seconds between polls, as the provider asked.
     public let interval: Int
     let deviceCode: String
+    /// The resources asked for (RFC 8707), kept with the grant's tokens.
+    var resources: [URL] = []
 }
