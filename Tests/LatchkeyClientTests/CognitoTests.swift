@@ -11,6 +11,8 @@ enum Moto {
         var region: String
         var userPoolId: String
         var clientId: String
+        /// The app client that rotates refresh tokens (`scripts/providers/cognito_server.py`).
+        var rotatingClientId: String?
         var pid: Int32
     }
 
@@ -30,15 +32,21 @@ enum Moto {
     /// Run when moto runs, or always when providers are required (then a missing one fails).
     static var isEnabled: Bool { providersRequired || environment != nil }
 
-    static func provider(endpoint: String? = nil) throws -> CognitoProvider {
+    static func provider(endpoint: String? = nil, rotating: Bool = false, rotation: Bool? = nil) throws
+        -> CognitoProvider
+    {
         let environment = try #require(
             environment, "moto is not running: start it with scripts/providers/cognito start")
+        let client =
+            rotating
+            ? try #require(environment.rotatingClientId, "restart moto with the current scripts/providers/cognito")
+            : environment.clientId
         return CognitoProvider(
             configuration: CognitoConfiguration(
-                region: environment.region, userPoolID: environment.userPoolId, clientID: environment.clientId,
+                region: environment.region, userPoolID: environment.userPoolId, clientID: client,
                 endpoint: URL(string: endpoint ?? environment.endpoint),
                 hostedUIDomain: URL(string: "https://latchkey-tests.auth.us-east-1.amazoncognito.com"),
-                logoutURI: URL(string: "http://127.0.0.1:8765/logged-out")),
+                logoutURI: URL(string: "http://127.0.0.1:8765/logged-out"), refreshTokenRotation: rotation),
             transport: transport, logger: TraceLog.logger("cognito"))
     }
 }

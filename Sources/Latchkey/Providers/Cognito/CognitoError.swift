@@ -19,6 +19,8 @@ public struct CognitoError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let userNotFound = Kind(rawValue: "UserNotFoundException")
         /// The request was not valid.
         public static let invalidParameter = Kind(rawValue: "InvalidParameterException")
+        /// A refresh token that refresh-token rotation invalidated was used again.
+        public static let refreshTokenReuse = Kind(rawValue: "RefreshTokenReuseException")
 
         public var description: String { rawValue }
 

@@ -23,11 +23,19 @@ public struct CognitoConfiguration: Sendable, Hashable {
     public var leeway: TimeInterval
     /// Limits of every request.
     public var requestOptions: HTTPTransportOptions
+    /// Whether the app client rotates refresh tokens (AWS's `RefreshTokenRotationType`): then
+    /// a refresh goes through `GetTokensFromRefreshToken` and stores the new refresh token it
+    /// returns. `nil` (the default) finds out: `REFRESH_TOKEN_AUTH` first, and
+    /// `GetTokensFromRefreshToken` from then on once Cognito refuses it for rotation.
+    public var refreshTokenRotation: Bool?
+    /// `ClientMetadata` sent with `GetTokensFromRefreshToken`, for the pool's Lambda triggers.
+    public var refreshClientMetadata: [String: String]
 
     /// Creates a configuration.
     public init(
         region: String, userPoolID: String, clientID: String, endpoint: URL? = nil, hostedUIDomain: URL? = nil,
-        logoutURI: URL? = nil, leeway: TimeInterval = 60, requestOptions: HTTPTransportOptions = HTTPTransportOptions()
+        logoutURI: URL? = nil, leeway: TimeInterval = 60, requestOptions: HTTPTransportOptions = HTTPTransportOptions(),
+        refreshTokenRotation: Bool? = nil, refreshClientMetadata: [String: String] = [:]
     ) {
         self.region = region
         self.userPoolID = userPoolID
@@ -37,6 +45,8 @@ public struct CognitoConfiguration: Sendable, Hashable {
         self.logoutURI = logoutURI
         self.leeway = leeway
         self.requestOptions = requestOptions
+        self.refreshTokenRotation = refreshTokenRotation
+        self.refreshClientMetadata = refreshClientMetadata
     }
 
     /// The pool's issuer, as its tokens name it.
@@ -46,7 +56,8 @@ public struct CognitoConfiguration: Sendable, Hashable {
 }
 
 /// Amazon Cognito user pools over their own wire API (AWS JSON 1.1, no AWS SDK):
-/// `InitiateAuth` (USER_PASSWORD_AUTH, REFRESH_TOKEN_AUTH), `GetUser`, `GlobalSignOut`,
+/// `InitiateAuth` (USER_PASSWORD_AUTH, REFRESH_TOKEN_AUTH), `GetTokensFromRefreshToken` (for app
+/// clients that rotate refresh tokens), `GetUser`, `GlobalSignOut`,
 /// `RevokeToken`, and the hosted UI's logout URL. Errors are mapped by `__type`;
 /// `NotAuthorizedException` on refresh means the session is over (sign in again).
 public actor CognitoProvider: IdentityProvider {
@@ -60,6 +71,9 @@ public actor CognitoProvider: IdentityProvider {
     /// The time the provider goes by: token dates and ID-token checks.
     public nonisolated let clock: any LatchkeyClock
     private var idTokenChecks: IDTokenChecks?
+    /// Whether the app client was found to rotate refresh tokens (see
+    /// ``CognitoConfiguration/refreshTokenRotation``).
+    var rotatesRefreshTokens: Bool?
     /// The pool's key set, kept in the store it is registered with.
     nonisolated let documents: ProviderDocuments
 
@@ -117,28 +131,6 @@ public actor CognitoProvider: IdentityProvider {
         _ = try await idTokens.keys.keys()
     }
 
-    public func exchangeRefreshToken(of token: Token) async throws(ProviderError) -> Token {
-        guard let refreshToken = token.refreshToken else {
-            throw ProviderError(.signInRequired, endpoint: .token, reason: "The credential has no refresh token.")
-        }
-        do {
-            let answer = try await call(
-                "InitiateAuth",
-                [
-                    "AuthFlow": .string("REFRESH_TOKEN_AUTH"), "ClientId": .string(configuration.clientID),
-                    "AuthParameters": .object(["REFRESH_TOKEN": .string(refreshToken)]),
-                ], secrets: [refreshToken])
-            return try await self.token(from: answer, previous: token, verifyingIDToken: false)
-        } catch {
-            if let cognito = error.underlying as? CognitoError, cognito.kind == .notAuthorized {
-                throw ProviderError(
-                    .signInRequired, endpoint: .token, reason: "Cognito rejected the refresh token; sign in again.",
-                    errorDescription: error.errorDescription, status: error.status, underlying: cognito)
-            }
-            throw error
-        }
-    }
-
     public func verifyRefreshedIDToken(of refreshed: Token, previous: Token) async throws(ProviderError) {
         guard let idToken = refreshed.idToken, let accessToken = refreshed.accessToken else { return }
         _ = try await idTokens.verify(
@@ -147,7 +139,7 @@ public actor CognitoProvider: IdentityProvider {
             now: now())
     }
 
-    private func token(from answer: [String: JSONValue], previous: Token?, verifyingIDToken: Bool = true)
+    func token(from answer: [String: JSONValue], previous: Token?, verifyingIDToken: Bool = true)
         async throws(ProviderError) -> Token
     {
         guard case .object(let result) = answer["AuthenticationResult"],
