@@ -114,6 +114,41 @@ func cliFigures() async throws {
         record("cli.api.parallel32.\(name).failures", Double(failed), "count")
     }
     await dev.stop()
+    try await documentRequests(latchkey: latchkey)
+}
+
+/// Provider requests of one `latchkey refresh` (a process of its own) while the provider's
+/// documents are fresh in the store, stale (past their 1 s lifetime: used while revalidated),
+/// and uncacheable (`max-age=0`: fetched every time).
+@MainActor
+func documentRequests(latchkey: String) async throws {
+    for (name, maxAge, pause) in [("fresh", 3_600, 0.0), ("stale", 1, 1.3), ("uncacheable", 0, 0.0)] {
+        var configuration = DevProviderConfiguration.default
+        configuration.documentMaxAge = maxAge
+        let dev = try await DevProvider.start(configuration: configuration)
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "latchkey-bench-docs-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let environment = ProcessInfo.processInfo.environment.merging(["LATCHKEY_HOME": home.path]) { _, new in new }
+        func run(_ arguments: [String], input: String = "") -> ProcessFigure {
+            measureProcess(latchkey, arguments, input: Array(input.utf8), environment: environment)
+        }
+        _ = run([
+            "provider", "add", "dev", "--issuer", dev.issuer.absoluteString, "--client-id", "latchkey-cli",
+            "--allow-password-grant",
+        ])
+        _ = run(["login", "--username", "alice", "--password-stdin"], input: "alice-password\n")
+        var counts: [Double] = []
+        for _ in 0..<(quick ? 2 : 5) {
+            _ = run(["refresh"])
+            if pause > 0 { try await Task.sleep(for: .milliseconds(Int(pause * 1_000))) }
+            dev.faults.resetCounters()
+            _ = run(["refresh"])
+            counts.append(Double(dev.faults.counters.filter { !$0.key.contains(".") }.values.reduce(0, +)))
+        }
+        record("cli.refresh.documents_\(name).provider_requests.median", percentile(counts, 0.5), "count")
+        await dev.stop()
+    }
 }
 
 /// A process's exit status and wall time.

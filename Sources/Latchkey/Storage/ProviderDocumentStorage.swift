@@ -31,12 +31,23 @@ public struct ProviderDocument: Sendable, Hashable, Codable {
     /// Until when it may be used: the provider's `Cache-Control: max-age`, else Latchkey's
     /// lifetime for its kind.
     public var expiresAt: Date
+    /// Its `ETag`, when the provider sent one: a revalidation asks `If-None-Match` with it.
+    public var entityTag: String?
+    /// Its `Last-Modified`, when the provider sent one: a revalidation asks `If-Modified-Since`.
+    public var lastModified: String?
+    /// Until when a process that is revalidating it (it is past ``expiresAt``) has claimed that
+    /// work: meanwhile the others use it as it is.
+    public var revalidationClaimedUntil: Date?
 
     /// Creates a document.
-    public init(body: Data, fetchedAt: Date, expiresAt: Date) {
+    public init(
+        body: Data, fetchedAt: Date, expiresAt: Date, entityTag: String? = nil, lastModified: String? = nil
+    ) {
         self.body = body
         self.fetchedAt = fetchedAt
         self.expiresAt = expiresAt
+        self.entityTag = entityTag
+        self.lastModified = lastModified
     }
 
     /// The document sealed with `sealer` for `key`, as the shipped backends store it.

@@ -22,17 +22,19 @@ struct Endpoints: Sendable {
 
     /// The OpenID configuration: the metadata, less what the configuration leaves out of it.
     func openIDConfiguration(_ request: Request, _ context: ProviderContext) async throws -> Response {
-        try await discovery(omitting: configuration.omittedFromOpenIDConfiguration, context: context)
+        try await discovery(omitting: configuration.omittedFromOpenIDConfiguration, request: request, context: context)
     }
 
     /// The RFC 8414 authorization-server metadata: all of it.
     func authorizationServerMetadata(_ request: Request, _ context: ProviderContext) async throws -> Response {
-        try await discovery(omitting: [], context: context)
+        try await discovery(omitting: [], request: request, context: context)
     }
 
     /// The metadata of the issuer the request is for. The Ping realm's issuer has what AM's
     /// has: no device flow and no global sign-out.
-    private func discovery(omitting omitted: [String], context: ProviderContext) async throws -> Response {
+    private func discovery(omitting omitted: [String], request: Request, context: ProviderContext) async throws
+        -> Response
+    {
         let issuer = await issuer(context)
         func url(_ endpoint: DevProviderEndpoint) -> String { issuer + endpoint.path }
         var omitted = omitted
@@ -75,25 +77,27 @@ struct Endpoints: Sendable {
             "authorization_response_iss_parameter_supported": true,
             "frontchannel_logout_supported": false,
         ]
-        var response = Reply.json(metadata.filter { !omitted.contains($0.key) })
-        response.headers[.cacheControl] = "public, max-age=\(max(0, configuration.documentMaxAge))"
-        return response
+        return Reply.document(
+            metadata.filter { !omitted.contains($0.key) }, maxAge: configuration.documentMaxAge,
+            modified: state.started, request: request)
     }
 
     func jwks(_ request: Request, _ context: ProviderContext) async throws -> Response {
         let set = await state.keys.jwks(now: await state.currentDate)
         let extra = await state.extraKeySetEntries
-        var response = Reply.encoded(set)
-        if !extra.isEmpty, let data = try? JSONEncoder().encode(set),
-            var object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+        var object: [String: Any] = [:]
+        if let data = try? JSONEncoder().encode(set),
+            let decoded = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
         {
+            object = decoded
+        }
+        if !extra.isEmpty {
             let entries = extra.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) }
             object["keys"] = (object["keys"] as? [Any] ?? []) + entries
-            response = Reply.json(object)
         }
-        response.headers[.contentType] = "application/jwk-set+json"
-        response.headers[.cacheControl] = "public, max-age=\(max(0, configuration.documentMaxAge))"
-        return response
+        return Reply.document(
+            object, contentType: "application/jwk-set+json", maxAge: configuration.documentMaxAge,
+            modified: state.started, request: request)
     }
 
     // MARK: Token endpoint (RFC 6749 §3.2, RFC 8628 §3.4)

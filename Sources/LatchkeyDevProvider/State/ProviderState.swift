@@ -8,6 +8,8 @@ actor ProviderState {
     let configuration: DevProviderConfiguration
     /// The configured clients and those registered since the provider started.
     nonisolated let clients: ClientDirectory
+    /// When the provider started: its published documents' `Last-Modified`.
+    nonisolated let started = Date()
     let keys: SigningKeys
     /// The lifetime of new access tokens, in seconds (the configuration's, until a test sets another).
     var accessTokenLifetime: Int

@@ -23,31 +23,70 @@ package final class ProviderDocuments: Sendable {
     /// for its lifetime (`Cache-Control: max-age`, else `lifetime`; never with `no-store`) only
     /// once `read` took it: a document that fails its checks (another issuer, not a key set) is
     /// never kept, so a provider that fixes it is seen at the next fetch.
+    ///
+    /// A copy past its lifetime, but by no more than that lifetime again (``staleBound`` at most),
+    /// is used as it is while it is revalidated in the background (RFC 5861's
+    /// stale-while-revalidate): the caller's refresh stays one round trip. The revalidation is
+    /// claimed in the store first (the copy counts as fresh for ``revalidationClaim``), so that
+    /// processes sharing the store send one, and it asks `If-None-Match` / `If-Modified-Since`:
+    /// a `304` keeps the body for another lifetime. A copy older than that is revalidated before
+    /// it is used.
     package func document<Read: Sendable>(
         _ kind: EndpointKind, at url: URL, now: Date, lifetime: TimeInterval, newerThan: Date? = nil,
-        read: (ProviderDocument) throws(ProviderError) -> Read,
-        fetch: () async throws(ProviderError) -> HTTPTransportResponse
+        read: @escaping @Sendable (ProviderDocument) throws(ProviderError) -> Read,
+        fetch: @escaping @Sendable (HTTPFields) async throws(ProviderError) -> HTTPTransportResponse
     ) async throws(ProviderError) -> Read {
         let key = Self.key(kind, url)
         let storage = StorageCapabilities.current.providerDocuments
+        var known: ProviderDocument?
         if let storage {
             do {
-                if let stored = try await storage.providerDocument(for: key), stored.expiresAt > now,
+                if let stored = try await storage.providerDocument(for: key),
                     newerThan.map({ stored.fetchedAt > $0 }) ?? true
                 {
-                    do throws(ProviderError) {
-                        return try read(stored)
-                    } catch {
-                        logger.debug("the store's copy of a provider document fails its checks; fetching it again")
+                    known = stored
+                    switch DocumentFreshness(stored, now: now) {
+                    case .fresh:
+                        do throws(ProviderError) {
+                            return try read(stored)
+                        } catch {
+                            known = nil
+                            logger.debug("the store's copy of a provider document fails its checks; fetching it again")
+                        }
+                    case .stale(let claimed):
+                        if let value = try? read(stored) {
+                            if claimed { return value }
+                            await revalidateInBackground(
+                                stored, key: key, now: now, lifetime: lifetime, storage: storage, read: read,
+                                fetch: fetch)
+                            return value
+                        }
+                        known = nil
+                    case .expired:
+                        break
                     }
                 }
             } catch {
                 logger.debug("the store's copy of a provider document cannot be read", metadata: ["error": "\(error)"])
             }
         }
-        let answer = try await fetch()
-        let kept = DocumentLifetime.seconds(answer.response.headerFields, fallback: lifetime)
-        let document = ProviderDocument(body: answer.body, fetchedAt: now, expiresAt: now.addingTimeInterval(kept ?? 0))
+        return try await fetchAndKeep(
+            known, key: key, now: now, lifetime: lifetime, storage: storage, read: read, fetch: fetch)
+    }
+
+    /// Fetches the document (conditionally, when `known` has validators), reads it, and keeps it.
+    private func fetchAndKeep<Read: Sendable>(
+        _ known: ProviderDocument?, key: String, now: Date, lifetime: TimeInterval,
+        storage: (any ProviderDocumentStorage)?, read: (ProviderDocument) throws(ProviderError) -> Read,
+        fetch: (HTTPFields) async throws(ProviderError) -> HTTPTransportResponse
+    ) async throws(ProviderError) -> Read {
+        let answer = try await fetch(known.map(Self.conditions) ?? [:])
+        let headers = answer.response.headerFields
+        let kept = DocumentLifetime.seconds(headers, fallback: lifetime)
+        let body = answer.response.status == .notModified ? known?.body ?? answer.body : answer.body
+        let document = ProviderDocument(
+            body: body, fetchedAt: now, expiresAt: now.addingTimeInterval(kept ?? 0),
+            entityTag: headers[.eTag] ?? known?.entityTag, lastModified: headers[.lastModified] ?? known?.lastModified)
         let value = try read(document)
         if let storage, let kept, kept > 0 {
             do {
@@ -58,6 +97,44 @@ package final class ProviderDocuments: Sendable {
         }
         return value
     }
+
+    /// Claims the revalidation of a stale copy in the store, then revalidates it in a task of
+    /// its own; a failure leaves the copy to the next caller once the claim runs out.
+    private func revalidateInBackground<Read: Sendable>(
+        _ stale: ProviderDocument, key: String, now: Date, lifetime: TimeInterval,
+        storage: any ProviderDocumentStorage,
+        read: @escaping @Sendable (ProviderDocument) throws(ProviderError) -> Read,
+        fetch: @escaping @Sendable (HTTPFields) async throws(ProviderError) -> HTTPTransportResponse
+    ) async {
+        var claimed = stale
+        claimed.revalidationClaimedUntil = now.addingTimeInterval(Self.revalidationClaim)
+        do {
+            try await storage.setProviderDocument(claimed, for: key)
+        } catch {
+            return
+        }
+        let logger = self.logger
+        logger.debug("a provider document is stale; using it while it is revalidated", metadata: ["document": "\(key)"])
+        Task {
+            do throws(ProviderError) {
+                _ = try await self.fetchAndKeep(
+                    stale, key: key, now: now, lifetime: lifetime, storage: storage, read: read, fetch: fetch)
+            } catch {
+                logger.debug("a stale provider document could not be revalidated", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
+    /// The headers that ask whether `document` changed (RFC 9110 §13.1).
+    static func conditions(_ document: ProviderDocument) -> HTTPFields {
+        var headers: HTTPFields = [:]
+        if let tag = document.entityTag { headers[.ifNoneMatch] = tag }
+        if let modified = document.lastModified { headers[.ifModifiedSince] = modified }
+        return headers
+    }
+
+    /// How long a claimed revalidation keeps a stale copy counted as fresh.
+    static let revalidationClaim: TimeInterval = 30
 
     /// Where a document is kept: its kind and URL.
     static func key(_ kind: EndpointKind, _ url: URL) -> String { "\(kind.rawValue) \(url.absoluteString)" }
@@ -72,12 +149,12 @@ extension ProviderDocuments {
         let logger = self.logger
         return try await document(
             .jwks, at: url, now: now, lifetime: OpenIDProvider.keySetLifetime, newerThan: newerThan,
-            read: { document throws(ProviderError) in
+            read: { @Sendable document throws(ProviderError) in
                 JWKSCache.Fetched(
                     set: try KeySet.decode(document.body, logger: logger), fetchedAt: document.fetchedAt,
                     expiresAt: document.expiresAt)
             }
-        ) { () async throws(ProviderError) in try await wire.exchange(.get(.jwks, url)) }
+        ) { conditions async throws(ProviderError) in try await wire.document(.jwks, url, conditions) }
     }
 }
 
@@ -100,5 +177,50 @@ package enum DocumentLifetime {
             return min(seconds, longest)
         }
         return min(fallback, longest)
+    }
+}
+
+/// Whether a kept document may be used: while its lifetime lasts; past it, as it is while it is
+/// revalidated, for up to that lifetime again (``ProviderDocuments/staleBound`` at most: a claim
+/// to revalidate it never stretches the bound); after that, not before it is revalidated. A
+/// pure value.
+package enum DocumentFreshness: Sendable, Equatable {
+    case fresh
+    /// Past its lifetime, within the bound; `claimed` when another caller is revalidating it.
+    case stale(claimed: Bool)
+    case expired
+
+    package init(_ document: ProviderDocument, now: Date) {
+        if document.expiresAt > now {
+            self = .fresh
+            return
+        }
+        let bound = min(document.expiresAt.timeIntervalSince(document.fetchedAt), ProviderDocuments.staleBound)
+        guard now.timeIntervalSince(document.expiresAt) < bound else {
+            self = .expired
+            return
+        }
+        self = .stale(claimed: document.revalidationClaimedUntil.map { $0 > now } ?? false)
+    }
+}
+
+extension ProviderDocuments {
+    /// The longest a document past its lifetime is used while it is revalidated: an hour.
+    package static let staleBound: TimeInterval = 3_600
+}
+
+extension ProviderWire {
+    /// A document's `GET`, with `conditions` (`If-None-Match`, `If-Modified-Since`): its 2xx
+    /// answer, or a `304 Not Modified`; anything else is the provider's refusal.
+    func document(_ kind: EndpointKind, _ url: URL, _ conditions: HTTPFields) async throws(ProviderError)
+        -> HTTPTransportResponse
+    {
+        var request = try ProviderRequest.get(kind, url)
+        for field in conditions { request.http.headerFields[field.name] = field.value }
+        let answer = try await send(request)
+        guard (200..<300).contains(answer.response.status.code) || answer.response.status == .notModified else {
+            throw refusal(request, answer, clock.date)
+        }
+        return answer
     }
 }

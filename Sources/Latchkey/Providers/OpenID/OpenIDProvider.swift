@@ -162,7 +162,7 @@ public actor OpenIDProvider: IdentityProvider {
         // Checked before it is kept: a document of another issuer is never kept for anyone.
         return try await documents.document(
             .discovery, at: url, now: now(), lifetime: Self.metadataLifetime,
-            read: { document throws(ProviderError) in
+            read: { @Sendable document throws(ProviderError) in
                 guard let fields = ProviderWire.object(document.body) else {
                     throw ProviderError(
                         .invalidResponse, endpoint: .discovery, reason: "The discovery document is not a JSON object.")
@@ -175,7 +175,7 @@ public actor OpenIDProvider: IdentityProvider {
                 }
                 return metadata
             }
-        ) { () async throws(ProviderError) in try await wire.exchange(.get(.discovery, url)) }
+        ) { conditions async throws(ProviderError) in try await wire.document(.discovery, url, conditions) }
     }
 
     /// How long a provider's metadata is kept in the store when the provider does not say
