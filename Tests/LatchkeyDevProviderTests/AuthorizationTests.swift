@@ -19,7 +19,11 @@ struct AuthorizationTests {
             items.append(URLQueryItem(name: "code_challenge", value: pkce.challenge))
             items.append(URLQueryItem(name: "code_challenge_method", value: method))
         }
-        if let prompt { items.append(URLQueryItem(name: "prompt", value: prompt)) }
+        // offline_access goes with prompt=consent (OpenID Connect Core §11), which the provider
+        // requires as idpyoidc does; prompt=none cannot take it.
+        var values = prompt.map { $0.split(separator: " ").map(String.init) } ?? []
+        if !values.contains("none") { values.append("consent") }
+        items.append(URLQueryItem(name: "prompt", value: values.joined(separator: " ")))
         var components = URLComponents(string: client.url(.authorization))!
         components.queryItems = items
         return components.string!

@@ -110,7 +110,7 @@ struct JourneyEndpointTests {
             let query = Client.encode([
                 ("response_type", "code"), ("client_id", Client.publicID),
                 ("redirect_uri", "http://127.0.0.1/callback"),
-                ("scope", "openid profile offline_access"), ("state", "s-1"), ("nonce", "n-1"),
+                ("scope", "openid profile offline_access"), ("prompt", "consent"), ("state", "s-1"), ("nonce", "n-1"),
                 ("code_challenge", pkce.challenge), ("code_challenge_method", "S256"),
             ])
             let authorized = try await client.get(

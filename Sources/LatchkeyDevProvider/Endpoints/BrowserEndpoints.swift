@@ -64,8 +64,11 @@ extension Endpoints {
         let nonce = try parameters["nonce"]
         let prompt = Set((try parameters["prompt"]).map(Self.scopes) ?? [])
         // OpenID Connect Core §11, as idpyoidc enforces it: offline access only with consent
-        // asked for (checked on the request the app sent, not on the sign-in form's post).
-        if scopes.contains("offline_access"), !prompt.contains("consent"), try parameters["username"] == nil {
+        // asked for (checked on the request the app sent, not on the sign-in form's post;
+        // prompt=none, which nothing may join, is answered as it asks).
+        if scopes.contains("offline_access"), !prompt.contains("consent"), !prompt.contains("none"),
+            try parameters["username"] == nil
+        {
             return fail("invalid_request", "consent in prompt")
         }
         let cookie = request.cookies[Self.sessionCookie]?.value

@@ -162,12 +162,17 @@ extension OpenIDProvider {
         guard let code = value("code") else {
             throw ProviderError(.invalidResponse, endpoint: .authorization, reason: "The redirect carries no code.")
         }
-        // RFC 8707 §2.2: the resources again, on the exchange of the code they were granted with.
+        // RFC 8707 §2.2: the exchange names the access token's audience. With one resource asked
+        // for, that one; with several the grant covers them all, the first access token is the
+        // provider's default, and each resource's token comes with the refresh token (a token
+        // for several audiences at once is what providers refuse: Glewlwyd answers
+        // `invalid_target`).
+        let audience = request.resources.count == 1 ? Self.resourceFields(request.resources) : []
         var token = try await tokenRequest(
             [
                 ("grant_type", "authorization_code"), ("code", code),
                 ("redirect_uri", request.redirectURI.absoluteString), ("code_verifier", request.codeVerifier),
-            ] + Self.resourceFields(request.resources), nonce: request.nonce, verifyingIDToken: verifyingIDToken,
+            ] + audience, nonce: request.nonce, verifyingIDToken: verifyingIDToken,
             proofKey: try await signInProofKey())
         token.resources = Self.resourceNames(request.resources)
         return token
