@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import GRDB
 public import Latchkey
 import LatchkeySQLiteReader
@@ -38,6 +38,20 @@ extension SQLiteCredentialStorage {
         return try await credentialReads.value(of: id, counter: counter) { () async throws(StorageError) in
             try await self.readCredential(id)
         }
+    }
+
+    /// `accessToken()`'s hot path: the counter, the cache's token, nothing copied.
+    public func validAccessToken(for id: CredentialID, minimumValidity: TimeInterval, at date: Date)
+        async throws(StorageError) -> String?
+    {
+        if let counter = changeCounter?.value(),
+            let token = readCache.withLockedValue({
+                $0.accessToken(id, counter: counter, minimumValidity: minimumValidity, at: date)
+            })
+        {
+            return token
+        }
+        return try await credential(for: id)?.accessToken(minimumValidity: minimumValidity, at: date)
     }
 
     /// Reads the credential `id` from the database (through the read cache) and opens it.

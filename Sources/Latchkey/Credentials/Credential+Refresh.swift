@@ -18,9 +18,19 @@ extension Credential {
     /// tokens are kept and the access token is returned; the failure is logged, and
     /// ``refresh()`` throws it.
     public nonisolated func accessToken(minimumValidity: TimeInterval = 60) async throws(ProviderError) -> String {
-        // The hot path, without the copy of the tokens a request would need.
+        // The hot path: the storage answers from what it keeps, without a copy of the record.
+        let date = now()
+        do {
+            if let token = try await store.storage.validAccessToken(
+                for: id, minimumValidity: minimumValidity, at: date)
+            {
+                return token
+            }
+        } catch {
+            throw .storage(error)
+        }
         let current = try await stored()
-        if let accessToken = current.accessToken(minimumValidity: minimumValidity, at: now()) { return accessToken }
+        if let accessToken = current.accessToken(minimumValidity: minimumValidity, at: date) { return accessToken }
         return try await usableToken(minimumValidity: minimumValidity, current: current).accessToken
     }
 

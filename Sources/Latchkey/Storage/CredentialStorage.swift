@@ -20,6 +20,15 @@ public protocol CredentialStorage: Sendable {
     /// ``StorageError/Code/corruptRecord`` when its record is damaged.
     func credential(for id: CredentialID) async throws(StorageError) -> StoredCredential?
 
+    /// The access token of credential `id`, when it can be handed out at `date` as it is
+    /// (``StoredCredential``'s rule: valid for `minimumValidity`, or half its lifetime when it
+    /// lives shorter, and not rejected); `nil` when it cannot, or there is no such credential:
+    /// the caller then reads the credential. `accessToken()`'s hot path: by default read through
+    /// ``credential(for:)``; a backend that keeps credentials in memory answers without copying
+    /// one out.
+    func validAccessToken(for id: CredentialID, minimumValidity: TimeInterval, at date: Date) async throws(StorageError)
+        -> String?
+
     /// The credentials matching an indexed query, oldest first.
     func credentials(matching query: CredentialQuery) async throws(StorageError) -> [StoredCredential]
 
@@ -211,6 +220,12 @@ public struct StorageDeletion: Sendable, Hashable {
 }
 
 extension CredentialStorage {
+    public func validAccessToken(for id: CredentialID, minimumValidity: TimeInterval, at date: Date)
+        async throws(StorageError) -> String?
+    {
+        try await credential(for: id)?.accessToken(minimumValidity: minimumValidity, at: date)
+    }
+
     public func delete(_ id: CredentialID, ifVersion version: Int) async throws(StorageError) -> StorageDeletion? {
         guard let stored = try await credential(for: id) else {
             return StorageDeletion(deleted: false, clearedDefault: false)

@@ -1,3 +1,4 @@
+import Foundation
 import Latchkey
 import LatchkeySQLiteReader
 
@@ -75,6 +76,15 @@ struct CredentialReadCache: Sendable {
     /// The credential read under the current stamp, if it is still current at `counter`.
     mutating func credential(_ id: CredentialID, counter: SQLiteChangeCounter.Value) -> StoredCredential? {
         isCurrent(counter: counter) ? credentials[id] : nil
+    }
+
+    /// The access token of the credential read under the current stamp, if that is still
+    /// current at `counter` and the token can be handed out at `date` (the record is not copied).
+    mutating func accessToken(
+        _ id: CredentialID, counter: SQLiteChangeCounter.Value, minimumValidity: TimeInterval, at date: Date
+    ) -> String? {
+        guard isCurrent(counter: counter) else { return nil }
+        return credentials[id]?.accessToken(minimumValidity: minimumValidity, at: date)
     }
 
     /// Keeps `credential`, read under `stamp`, unless something was written since.
