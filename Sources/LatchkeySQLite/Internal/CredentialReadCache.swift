@@ -23,6 +23,9 @@ struct CredentialReadCache: Sendable {
     private var writes: UInt64 = 0
     private var current: Stamp?
     private var credentials: [CredentialID: StoredCredential] = [:]
+    /// The credential kept last, beside the table: the one a process asks for again and again
+    /// is found by comparing its id, not by hashing it.
+    private var last: StoredCredential?
     /// Every account's summary, when listed under the current stamp.
     private var accounts: [AccountSummary]?
 
@@ -34,6 +37,7 @@ struct CredentialReadCache: Sendable {
 
     private mutating func empty() {
         credentials.removeAll(keepingCapacity: true)
+        last = nil
         accounts = nil
         current = nil
     }
@@ -84,6 +88,7 @@ struct CredentialReadCache: Sendable {
         _ id: CredentialID, counter: SQLiteChangeCounter.Value, minimumValidity: TimeInterval, at date: Date
     ) -> String? {
         guard isCurrent(counter: counter) else { return nil }
+        if let last, last.id == id { return last.accessToken(minimumValidity: minimumValidity, at: date) }
         return credentials[id]?.accessToken(minimumValidity: minimumValidity, at: date)
     }
 
@@ -91,5 +96,6 @@ struct CredentialReadCache: Sendable {
     mutating func keep(_ credential: StoredCredential, stamp: Stamp) {
         guard adopt(stamp) else { return }
         credentials[credential.id] = credential
+        last = credential
     }
 }
