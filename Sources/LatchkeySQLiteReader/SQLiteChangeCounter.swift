@@ -60,16 +60,14 @@ package final class SQLiteChangeCounter: Sendable {
     /// The counter now; `nil` when it cannot be read this time (the store is busy).
     package func value() -> Value? {
         reader.withLockedValue { reader -> Value? in
+            // The header, read in place (no copy of the reader on the hot path).
+            let read = reader?.index?.read()
+            if case .stamp(let stamp)? = read { return .header(stamp) }
             guard var current = reader else { return nil }
-            switch current.index?.read() {
-            case .stamp(let stamp)?:
-                return .header(stamp)
-            case .unknownLayout?:
+            if case .unknownLayout? = read {
                 // A layout this code does not know is never guessed at: SQLite answers from now on.
                 current.index = nil
                 reader = current
-            case .changing?, nil:
-                break
             }
             do throws(SQLiteReadError) {
                 return try current.statement.integer().map(Value.dataVersion)
