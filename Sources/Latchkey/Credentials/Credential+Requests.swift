@@ -93,7 +93,8 @@ extension Credential {
         async throws(ProviderError)
         -> T
     {
-        let result = await DPoPSigning.$retryRunner.withValue(nonceRetriesUnderLease) {
+        let runner = DPoPSigning.RetryRunner { retries in await self.nonceRetriesUnderLease(retries) }
+        let result = await DPoPSigning.$retryRunner.withValue(runner) {
             () async -> Result<T, ProviderError> in
             do throws(ProviderError) {
                 return .success(try await body())

@@ -109,11 +109,23 @@ struct DPoPSigning: Sendable {
     var logger: Logger = .disabled("latchkey.dpop")
 
     /// Runs the retries of a request whose proof was refused for want of a nonce under a lock
-    /// other processes' retries wait for, so that retriers do not spend each other's nonces.
-    typealias RetryRunner =
-        @Sendable (@escaping @Sendable () async -> Result<HTTPTransportResponse, ProviderError>) async -> Result<
-            HTTPTransportResponse, ProviderError
-        >
+    /// other processes' retries wait for, so that retriers do not spend each other's nonces. A
+    /// class around the closure: a task-local holding a function value crashed release builds
+    /// (`swift_task_localValuePush`, Swift 6.3).
+    final class RetryRunner: Sendable {
+        let run:
+            @Sendable (@escaping @Sendable () async -> Result<HTTPTransportResponse, ProviderError>) async -> Result<
+                HTTPTransportResponse, ProviderError
+            >
+
+        init(
+            _ run:
+                @escaping @Sendable (@escaping @Sendable () async -> Result<HTTPTransportResponse, ProviderError>)
+                async -> Result<HTTPTransportResponse, ProviderError>
+        ) {
+            self.run = run
+        }
+    }
 
     /// The runner of this task's nonce retries: a credential's own requests outside its
     /// transaction set it (``Credential/withNonceRetriesUnderLease(_:)``); without one, retries
@@ -149,12 +161,12 @@ struct DPoPSigning: Sendable {
         guard let url = request.url else { return try await send(try await prove(request)) }
         let runner = Self.retryRunner
         if let runner, await nonces.rotatesOnUse(url, now: clock.date) {
-            return try await runner { await attempts(request, url: url, after: nil, send) }.get()
+            return try await runner.run { await attempts(request, url: url, after: nil, send) }.get()
         }
         let first = try await attempt(request, url: url, send)
         guard first.asksForNonce else { return first.answer }
         guard let runner else { return try await attempts(request, url: url, after: first.answer, send).get() }
-        return try await runner { await attempts(request, url: url, after: first.answer, send) }.get()
+        return try await runner.run { await attempts(request, url: url, after: first.answer, send) }.get()
     }
 
     /// The request's attempts after `first` (or from the first, when `nil`): until one is not
