@@ -20,7 +20,11 @@ struct TokenCommand: AsyncParsableCommand {
             "Refresh first unless the token stays valid this long (seconds, or 90s, 5m, 1h). Without it: 60 s, or half the lifetime of a token that lives less than two minutes."
     )
     var minValidity: TokenValidity?
-    @Flag(help: "Refresh now, whatever the token's expiry (one refresh for every process at once).") var force = false
+    @Flag(
+        help:
+            "Refresh now, whatever the token's expiry: one refresh for every process started at once (a token a refresh brought in the two seconds before this process started is that refresh)."
+    )
+    var force = false
     @Flag(name: .customLong("id-token"), help: "The ID token instead (refreshed when needed).") var idToken = false
     @Option(help: "token (the token alone), json (with its type, expiry, issuer, scope and account), or export.")
     var format: TokenFormat?
@@ -40,7 +44,20 @@ struct TokenCommand: AsyncParsableCommand {
         }
     }
 
+    /// When this command began: near enough to the process's start.
+    static let started = Date()
+
+    /// Whether `stored`'s token came from a refresh (not the sign-in) in the two seconds before
+    /// this process started: processes started at once with `--force` share that refresh, also
+    /// those that read the store only after it ended.
+    static func refreshedJustBefore(_ stored: StoredCredential) -> Bool {
+        let token = stored.token
+        return token.issuedAt > stored.createdAt.addingTimeInterval(1)
+            && token.issuedAt > started.addingTimeInterval(-2)
+    }
+
     func run() async throws {
+        _ = Self.started
         let resource = resource.flatMap(URL.init(string:))
         let scopes = scope.map { $0.split(separator: " ").map(String.init) }
         let validity = minValidity?.seconds ?? 60
@@ -57,7 +74,9 @@ struct TokenCommand: AsyncParsableCommand {
         let credential = context.credential
         let token: String
         do {
-            if force { try await credential.refresh(replacing: context.stored.token.accessToken) }
+            if force, !Self.refreshedJustBefore(context.stored) {
+                try await credential.refresh(replacing: context.stored.token.accessToken)
+            }
             if idToken {
                 token = try await credential.idToken(minimumValidity: validity)
             } else if resource != nil || scopes != nil {
