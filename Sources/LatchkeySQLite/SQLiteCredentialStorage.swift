@@ -185,14 +185,23 @@ extension SQLiteCredentialStorage {
         let deadline = ContinuousClock.now + busyTimeout
         var delay = Duration.milliseconds(10)
         while true {
-            let result = await withCheckedContinuation { continuation in
+            // The storage is built on a thread of Dispatch's and handed over through a lock: the
+            // continuation's own ordering lives in the concurrency runtime's atomics, which the
+            // thread sanitizer does not see, so it took the task's first read of the storage for a
+            // race with its initializer.
+            let handoff = NIOLockedValueBox<Result<SQLiteCredentialStorage, StorageError>?>(nil)
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 DispatchQueue.global().async {
-                    continuation.resume(
-                        returning: Result { () throws(StorageError) in
-                            try SQLiteCredentialStorage(path: path, key: key, logger: logger)
-                        })
+                    let opened = Result { () throws(StorageError) in
+                        try SQLiteCredentialStorage(path: path, key: key, logger: logger)
+                    }
+                    handoff.withLockedValue { $0 = opened }
+                    continuation.resume()
                 }
             }
+            let result =
+                handoff.withLockedValue { $0 }
+                ?? .failure(StorageError(.databaseFailure, path: path, reason: "The store was not opened."))
             switch result {
             case .success(let storage):
                 return storage
