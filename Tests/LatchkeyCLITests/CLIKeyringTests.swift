@@ -79,7 +79,7 @@ struct CLIKeyringTests: DevProviderCLITest {
 
     @Test("a keyring that is not running is an error that names it, and the key stays where it was")
     func unavailable() async throws {
-        try await PrivateKeyring.with(locked: true) { keyring in
+        try await PrivateKeyring.with(running: false) { keyring in
             try await withDevices { _, a, _ in
                 #expect(try await login(a, "alice").status == 0)
                 let moved = try await a.run(

@@ -2,9 +2,15 @@ import Foundation
 import LatchkeyTestSupport
 import Testing
 
-/// A desktop keyring of a test's own: a D-Bus session bus (`dbus-daemon`) and, unless `locked`,
+/// A desktop keyring of a test's own: a D-Bus session bus (`dbus-daemon`) and, when `running`,
 /// GNOME Keyring's Secret Service on it, unlocked with a password, keeping its files in a
 /// temporary folder. ``environment`` is what a `latchkey` process needs to reach it.
+///
+/// The bus starts no service on demand (its configuration names no service directory): with
+/// the system's session configuration, the test's first `secret-tool` had the bus start a
+/// second, never-unlocked keyring daemon from Debian's `org.freedesktop.secrets.service`, and
+/// the two took the service's name in turn — a store then met "Object does not exist at path
+/// …/collection/login" (one CI run in a few).
 struct PrivateKeyring {
     let folder: TemporaryFolder
     let bus: ChildProcess
@@ -17,15 +23,18 @@ struct PrivateKeyring {
         }
     }
 
-    /// Starts the bus and, unless `locked`, the keyring daemon; waits until secret-tool answers.
-    static func start(locked: Bool = false) async throws -> PrivateKeyring {
+    /// Starts the bus and, when `running`, the keyring daemon; waits until secret-tool answers.
+    static func start(running: Bool = true) async throws -> PrivateKeyring {
         let folder = try TemporaryFolder()
         let runtime = folder.file("run")
         try FileManager.default.createDirectory(
             atPath: runtime, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let configuration = folder.file("bus.conf")
+        try busConfiguration(listeningOn: folder.file("bus")).write(
+            toFile: configuration, atomically: true, encoding: .utf8)
         let bus = try await ChildProcess.start(
             URL(fileURLWithPath: "/usr/bin/dbus-daemon"),
-            ["--session", "--nofork", "--print-address=1", "--address=unix:path=\(folder.file("bus"))"], input: "")
+            ["--config-file=\(configuration)", "--nofork", "--print-address=1"], input: "")
         let printed = try await bus.standardOutput(until: { $0.contains("\n") })
         let address = try #require(
             printed.split(separator: "\n").first.map(String.init), "dbus-daemon said no address")
@@ -35,7 +44,7 @@ struct PrivateKeyring {
         ])
         environment["DISPLAY"] = nil
         var daemon: ChildProcess?
-        if !locked {
+        if running {
             let started = try await ChildProcess.start(
                 URL(fileURLWithPath: "/usr/bin/gnome-keyring-daemon"),
                 ["--foreground", "--unlock", "--components=secrets"], environment: environment,
@@ -44,6 +53,25 @@ struct PrivateKeyring {
             try await waitUntilServed(environment)
         }
         return PrivateKeyring(folder: folder, bus: bus, daemon: daemon, environment: environment)
+    }
+
+    /// A session bus that anyone of this user may use, with no service directory: nothing is
+    /// started on demand.
+    private static func busConfiguration(listeningOn socket: String) -> String {
+        """
+        <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+         "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+        <busconfig>
+          <type>session</type>
+          <listen>unix:path=\(socket)</listen>
+          <auth>EXTERNAL</auth>
+          <policy context="default">
+            <allow send_destination="*" eavesdrop="true"/>
+            <allow eavesdrop="true"/>
+            <allow own="*"/>
+          </policy>
+        </busconfig>
+        """
     }
 
     /// Polls until a secret can be stored (and then clears it). A search answers as soon as the
@@ -83,8 +111,8 @@ struct PrivateKeyring {
 
     /// Runs `body` with a keyring that is stopped (and its folder removed) afterwards, also
     /// when `body` throws: the bus and the daemon are processes, which outlive the test runner.
-    static func with(locked: Bool = false, _ body: (PrivateKeyring) async throws -> Void) async throws {
-        let keyring = try await start(locked: locked)
+    static func with(running: Bool = true, _ body: (PrivateKeyring) async throws -> Void) async throws {
+        let keyring = try await start(running: running)
         do {
             try await body(keyring)
         } catch {
