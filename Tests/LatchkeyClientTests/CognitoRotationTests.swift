@@ -59,4 +59,25 @@ struct CognitoRotationTests {
         }
         #expect(ended?.code == .signInRequired)
     }
+
+    @Test("RevokeToken (a sign-out of this device) ends the rotated refresh token and the access tokens issued with it")
+    func revoked() async throws {
+        let provider = try Moto.provider(rotating: true, rotation: true)
+        let (store, dave) = try await signIn(provider)
+        let first = try await dave.token
+        let rotated = try await dave.refresh()
+        #expect(rotated.refreshToken != first.refreshToken)
+        let result = await store.signOut(.current, options: .local)
+        #expect(result.steps.first { $0.kind.description == "revoke-refresh-token" }?.status == .succeeded)
+        for token in [rotated, first] {
+            let refresh = await #expect(throws: ProviderError.self) {
+                _ = try await provider.exchangeRefreshToken(of: token)
+            }
+            #expect(refresh?.requiresSignIn == true)
+        }
+        let call = await #expect(throws: ProviderError.self) {
+            _ = try await provider.userInfo(accessToken: try #require(rotated.accessToken))
+        }
+        #expect((call?.underlying as? CognitoError)?.kind == .notAuthorized)
+    }
 }

@@ -91,23 +91,31 @@ struct CognitoTests {
     }
 
     @Test(
-        "1 and 7. local sign-out: this device is out, the other device keeps working; moto's RevokeToken 500 is queued")
+        "1 and 7. local sign-out: RevokeToken ends this device's refresh and access tokens; the other device keeps working"
+    )
     func localSignOut() async throws {
         let provider = try Moto.provider()
         let a = await device(provider)
         let b = await device(provider)
-        _ = try await signIn(provider, a)
+        let mine = try await signIn(provider, a).token
         let other = try await signIn(provider, b)
         let result = await a.signOut(.current, options: .local)
-        // moto answers RevokeToken with HTTP 500: a queued, partial result, not a crash.
-        guard case .partial = result else {
-            Issue.record("expected partial, got \(result)")
+        guard case .complete = result else {
+            Issue.record("expected complete, got \(result)")
             return
         }
-        #expect(status(result, "revoke-refresh-token") == .queued)
+        #expect(status(result, "revoke-refresh-token") == .succeeded)
         #expect(status(result, "revoke-access-token") == .skipped)
         #expect(try await a.all().isEmpty)
-        #expect(try await a.outboxEntries().count == 1)
+        #expect(try await a.outboxEntries().isEmpty)
+        let refresh = await #expect(throws: ProviderError.self) {
+            _ = try await provider.exchangeRefreshToken(of: mine)
+        }
+        #expect(refresh?.requiresSignIn == true)
+        let call = await #expect(throws: ProviderError.self) {
+            _ = try await provider.userInfo(accessToken: try #require(mine.accessToken))
+        }
+        #expect((call?.underlying as? CognitoError)?.kind == .notAuthorized, "the access tokens issued with it end too")
         #expect(try await other.userInfo()["email"] == .string("alice@example.com"))
     }
 
