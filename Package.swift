@@ -125,7 +125,7 @@ let package = Package(
         .target(
             name: "LatchkeyPostgres",
             dependencies: [
-                "Latchkey",
+                "Latchkey", lock,
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),

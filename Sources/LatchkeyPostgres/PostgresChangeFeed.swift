@@ -3,69 +3,79 @@ public import Latchkey
 import Logging
 import PostgresNIO
 
-/// Changes travel between instances by `NOTIFY` on ``PostgresCredentialStorage/channel``, sent
-/// in the transaction of the change (so a change that rolls back is never announced). A
-/// notification carries the kind of change, the credential's id and the storage object that
-/// made it; never token material.
+/// Changes travel between instances through a log, `latchkey_change`, written in the
+/// transaction of each change (so a change that rolls back is never announced) and read by
+/// every instance's feed every ``changePollInterval``. An entry carries the kind of change, the
+/// credential's id and the storage object that made it; never token material.
+///
+/// A log rather than `LISTEN`/`NOTIFY`: a pooler in transaction mode (PgBouncer's most used
+/// mode) carries no notifications, and a connection held open to listen is one a failover ends
+/// without a word. A log read by plain queries works on every connection path, and what was
+/// written while a reader could not reach the server is still there when it can: entries are
+/// kept for an hour.
 extension PostgresCredentialStorage {
-    /// One notification's payload.
-    struct Notification: Codable, Sendable {
-        /// The storage object that made the change.
-        var origin: String
-        /// `added`, `updated`, `removed` or `default`.
-        var change: String
-        /// The credential; for `default`, the new default (`nil`: cleared).
-        var id: String?
-    }
+    /// How often a feed reads the log: a change made on one instance is published on the
+    /// others within this, plus a query's time.
+    static let changePollInterval = Duration.milliseconds(200)
+    // Entries stay in the log for an hour (``pruneChangeLog()``); a feed that could not read it
+    // for longer says that changes may have been missed.
 
-    /// Announces `event` to the other instances, in the transaction of `connection`.
+    /// Writes `event` to the log, in the transaction of `connection`.
     func notify(_ event: CredentialStoreEvent, on connection: PostgresConnection) async throws {
-        let payload: Notification
+        let (change, id): (String, String?)
         switch event {
-        case .added(let id): payload = Notification(origin: origin, change: "added", id: id.rawValue)
-        case .updated(let id): payload = Notification(origin: origin, change: "updated", id: id.rawValue)
-        case .removed(let id): payload = Notification(origin: origin, change: "removed", id: id.rawValue)
-        case .defaultChanged(let id): payload = Notification(origin: origin, change: "default", id: id?.rawValue)
+        case .added(let credential): (change, id) = ("added", credential.rawValue)
+        case .updated(let credential): (change, id) = ("updated", credential.rawValue)
+        case .removed(let credential): (change, id) = ("removed", credential.rawValue)
+        case .defaultChanged(let credential): (change, id) = ("default", credential?.rawValue)
         case .changesMayHaveBeenMissed: return
         }
-        let text = String(decoding: try JSONEncoder().encode(payload), as: UTF8.self)
         // Read to its end: a failure must fail the transaction here, not turn its COMMIT into a
-        // silent ROLLBACK (see `advisoryLock(_:on:logger:)`).
-        for try await _ in try await connection.query("SELECT pg_notify(\(Self.channel), \(text))", logger: logger) {}
+        // silent ROLLBACK (see `lockRow(_:on:logger:)`).
+        for try await _ in try await connection.query(
+            "INSERT INTO latchkey_change (origin, change, credential_id) VALUES (\(origin), \(change), \(id))",
+            logger: logger)
+        {}
     }
 
-    /// The changes other instances make, over a connection of its own that listens on the
-    /// channel. When that connection is lost, the feed connects again (every second until it
-    /// can), logs it, and publishes ``CredentialStoreEvent/changesMayHaveBeenMissed``.
+    /// The changes other instances make, read from the log from now on. When the server cannot
+    /// be reached, the feed logs it and keeps trying; what was written meanwhile is published
+    /// once it can read again, or, when the log no longer holds all of it,
+    /// ``CredentialStoreEvent/changesMayHaveBeenMissed``.
     public func changesMadeElsewhere() -> AsyncStream<CredentialStoreEvent> {
         let (stream, continuation) = AsyncStream.makeStream(
             of: CredentialStoreEvent.self, bufferingPolicy: .bufferingNewest(4_096))
-        let task = Task { [client, logger, origin] in
-            var subscribed = false
+        let task = Task { [self] in
+            var cursor: ChangeLogCursor?
+            var failing = false
+            var polls = 0
             while !Task.isCancelled {
                 do {
-                    try await client.withConnection { connection in
-                        try await connection.listen(on: Self.channel) { notifications in
-                            if subscribed {
-                                logger.warning("change feed resubscribed; changes made meanwhile were not seen")
-                                continuation.yield(.changesMayHaveBeenMissed)
-                            }
-                            subscribed = true
-                            for try await notification in notifications {
-                                guard
-                                    let payload = try? JSONDecoder().decode(
-                                        Notification.self, from: Data(notification.payload.utf8)),
-                                    payload.origin != origin, let event = Self.event(payload)
-                                else { continue }
-                                continuation.yield(event)
-                            }
+                    if let current = cursor {
+                        var next = current
+                        let entries = try await changes(after: current.floor, recovering: failing)
+                        if entries.missed { continuation.yield(.changesMayHaveBeenMissed) }
+                        let fresh = Set(
+                            next.take(entries.rows.map(\.seq), now: ContinuousClock.now.secondsSinceStart))
+                        for row in entries.rows where fresh.contains(row.seq) && row.origin != origin {
+                            if let event = Self.event(change: row.change, id: row.id) { continuation.yield(event) }
                         }
+                        cursor = next
+                    } else {
+                        cursor = ChangeLogCursor(after: try await latestChange())
                     }
+                    if failing { logger.info("change feed reads the log again") }
+                    failing = false
+                    polls += 1
+                    if polls % 300 == 0 { await pruneChangeLog() }
                 } catch {
                     if Task.isCancelled { break }
-                    logger.warning("change feed lost; connecting again", metadata: ["error": "\(error)"])
+                    if !failing {
+                        logger.warning("change feed cannot read the log; trying again", metadata: ["error": "\(error)"])
+                    }
+                    failing = true
                 }
-                try? await Task.sleep(for: .seconds(1))
+                try? await Task.sleep(for: failing ? .seconds(1) : Self.changePollInterval)
             }
             continuation.finish()
         }
@@ -73,9 +83,62 @@ extension PostgresCredentialStorage {
         return stream
     }
 
-    static func event(_ payload: Notification) -> CredentialStoreEvent? {
-        let id = payload.id.map(CredentialID.init(rawValue:))
-        switch (payload.change, id) {
+    /// One entry of the log.
+    struct ChangeRow: Sendable {
+        var seq: Int64
+        var origin: String
+        var change: String
+        var id: String?
+    }
+
+    /// The entries after `floor`, oldest first; `missed` when the log no longer holds the one
+    /// right after `floor` (checked after the feed could not read for a while).
+    private func changes(after floor: Int64, recovering: Bool) async throws -> (rows: [ChangeRow], missed: Bool) {
+        var rows: [ChangeRow] = []
+        for try await (seq, origin, change, id) in try await client.query(
+            """
+            SELECT seq, origin, change, credential_id FROM latchkey_change WHERE seq > \(floor) ORDER BY seq LIMIT 1000
+            """, logger: logger
+        ).decode((Int64, String, String, String?).self) {
+            rows.append(ChangeRow(seq: seq, origin: origin, change: change, id: id))
+        }
+        guard recovering else { return (rows, false) }
+        var oldest: Int64?
+        for try await value in try await client.query("SELECT min(seq) FROM latchkey_change", logger: logger)
+            .decode(Int64?.self)
+        {
+            oldest = value
+        }
+        return (rows, (oldest ?? floor + 1) > floor + 1 && floor > 0)
+    }
+
+    /// The newest entry's number (0 for an empty log).
+    private func latestChange() async throws -> Int64 {
+        var latest: Int64 = 0
+        for try await value in try await client.query(
+            "SELECT coalesce(max(seq), 0) FROM latchkey_change", logger: logger
+        )
+        .decode(Int64.self) {
+            latest = value
+        }
+        return latest
+    }
+
+    /// Drops the entries older than an hour.
+    private func pruneChangeLog() async {
+        do {
+            try await execute(
+                """
+                DELETE FROM latchkey_change WHERE made_at < now() - interval '1 hour'
+                """, doing: "pruning the change log")
+        } catch {
+            logger.debug("change log not pruned", metadata: ["error": "\(error)"])
+        }
+    }
+
+    static func event(change: String, id: String?) -> CredentialStoreEvent? {
+        let id = id.map(CredentialID.init(rawValue:))
+        switch (change, id) {
         case ("added", let id?): return .added(id)
         case ("updated", let id?): return .updated(id)
         case ("removed", let id?): return .removed(id)
@@ -83,4 +146,14 @@ extension PostgresCredentialStorage {
         default: return nil
         }
     }
+}
+
+extension ContinuousClock.Instant {
+    /// Seconds since an arbitrary fixed point of this clock.
+    var secondsSinceStart: Double {
+        let elapsed = ContinuousClock.Instant.origin.duration(to: self)
+        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    }
+
+    private static let origin = ContinuousClock.now
 }

@@ -1,46 +1,42 @@
-import Crypto
 import Foundation
 public import Latchkey
 import Logging
+import NIOConcurrencyHelpers
 import PostgresNIO
 
-/// The lease of a credential is a session advisory lock (`pg_try_advisory_lock`) on a key derived
-/// from its id, held by one connection of the pool for the holder's whole body, and the body
-/// reads and writes on that same connection (``PostgresLeaseAccess``): a holder never waits for
-/// a second connection, so any number of holders share a pool of any size without deadlock.
+/// The lease of a credential is a row of `latchkey_lease`: the credential, the holder (a
+/// token of its own for each time the lease is taken) and the date the row runs out. It holds
+/// through any connection path — directly, or through a pooler in session or transaction
+/// mode, or a server that only speaks PostgreSQL's protocol — because it is made of one-statement
+/// writes and row locks, never of a lock tied to a server connection:
 ///
-/// The lock is tied to its connection: a holder that is still working keeps it however long it
-/// takes, and one whose instance dies loses it the moment its connection ends. A waiter holds no
-/// connection while it waits: it tries again with backoff from 20 ms to 250 ms, and can be
-/// cancelled.
+/// - **Taking** is one statement: insert the row, or take over one whose date has passed.
+/// - **Holding**: the holder renews the date every third of ``rowTerm(_:)`` while its body
+///   works, so a holder that is still working is never overtaken; one whose instance died (or
+///   was stopped) loses the lease when its row runs out, within ``rowTerm(_:)``.
+/// - **Fencing**: every write through the lease's access checks, in its own transaction and
+///   under a row lock (`FOR SHARE`), that the row still names its holder: a holder whose lease
+///   was taken over (it stalled past its row's date) writes nothing.
+/// - **Releasing** deletes the row (its holder's only).
+///
+/// Within one instance the storage knows its own holders: a waiter of this storage never takes
+/// a lease from a holder of this storage (whatever the clock says), and is woken the moment it
+/// is released. Across instances a waiter polls with backoff from 20 ms to 250 ms, holding no
+/// connection, and can be cancelled.
 extension PostgresCredentialStorage {
     public func withCredentialLease<Result: Sendable>(
         for id: CredentialID, terms: LeaseTerms, _ body: @Sendable (any LeasedCredentialAccess) async -> Result
     ) async throws(StorageError) -> Result {
-        let key = Self.leaseKey(id)
-        let wakeup = "\(ObjectIdentifier(client).hashValue):\(key)"
+        let wakeup = "\(origin):\(id.rawValue)"
         var delay = Duration.milliseconds(20)
         while true {
             if Task.isCancelled { throw .cancelledWaitingForLease(id) }
-            let outcome: Result?
-            do {
-                outcome = try await client.withConnection { connection -> Result? in
-                    guard try await Self.tryLock(key, on: connection, logger: self.logger) else { return nil }
-                    let access = PostgresLeaseAccess(
-                        storage: self, connection: connection, scope: LeaseScope(lease: id), id: id)
-                    let result = await body(access)
-                    access.scope.end()
-                    await self.unlock(key, on: connection)
-                    LeaseWakeups.shared.release(wakeup)
-                    return result
-                }
-            } catch {
-                // A waiter cancelled while it asked the pool for a connection.
-                if Task.isCancelled { throw .cancelledWaitingForLease(id) }
-                let failure = Self.storageError(error, doing: "taking the lease of \(id)")
-                throw failure.code == .cancelled ? .cancelledWaitingForLease(id) : failure
+            if let holder = try await take(id, terms: terms) {
+                let result = await hold(id, holder: holder, terms: terms, body)
+                leasesHeldHere.withLockedValue { _ = $0.remove(id) }
+                LeaseWakeups.shared.release(wakeup)
+                return result
             }
-            if let outcome { return outcome }
             logger.trace("lease held elsewhere; waiting", metadata: ["credential": "\(id)"])
             await LeaseWakeups.shared.wait(for: wakeup, atMost: delay)
             if Task.isCancelled { throw .cancelledWaitingForLease(id) }
@@ -48,87 +44,187 @@ extension PostgresCredentialStorage {
         }
     }
 
-    /// The advisory lock key of a credential's lease: 64 bits of a hash of its id.
-    static func leaseKey(_ id: CredentialID) -> Int64 {
-        let digest = SHA256.hash(data: Data("latchkey.refresh-lease:\(id.rawValue)".utf8))
-        return digest.withUnsafeBytes { bytes in bytes.loadUnaligned(as: Int64.self) }
-    }
+    /// How long a lease row outlives a holder that stopped renewing it: the lease's duration,
+    /// at most 15 seconds. The lease's duration stays the longest its holder's requests may
+    /// take; a dead instance holds nobody up longer than this.
+    static func rowTerm(_ terms: LeaseTerms) -> TimeInterval { min(terms.seconds, 15) }
 
-    private static func tryLock(_ key: Int64, on connection: PostgresConnection, logger: Logger) async throws -> Bool {
-        var taken = false
-        for try await value in try await connection.query("SELECT pg_try_advisory_lock(\(key))", logger: logger)
-            .decode(Bool.self)
-        {
-            taken = value
-        }
-        return taken
-    }
-
-    /// Releases the lock; when that fails, the connection is closed, which releases it too (a
-    /// connection must never go back to the pool holding a lease).
-    private func unlock(_ key: Int64, on connection: PostgresConnection) async {
+    /// Takes the lease for a new holder, or `nil` when it is held (here or elsewhere).
+    private func take(_ id: CredentialID, terms: LeaseTerms) async throws(StorageError) -> String? {
+        guard leasesHeldHere.withLockedValue({ $0.insert(id).inserted }) else { return nil }
+        let holder = UUID().uuidString
+        let now = terms.clock.date.timeIntervalSinceReferenceDate
+        let until = now + Self.rowTerm(terms)
         do {
-            for try await _ in try await connection.query("SELECT pg_advisory_unlock(\(key))", logger: logger) {}
+            let taken = try await Self.count(
+                client.query(
+                    """
+                    INSERT INTO latchkey_lease AS lease (id, holder, expires_at) VALUES (\(id.rawValue), \(holder), \(until))
+                    ON CONFLICT (id) DO UPDATE SET holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at
+                    WHERE lease.expires_at <= \(now)
+                    RETURNING 1
+                    """, logger: logger))
+            if taken == 1 { return holder }
         } catch {
-            logger.warning("lease not released; closing its connection", metadata: ["error": "\(error)"])
-            try? await connection.close()
+            leasesHeldHere.withLockedValue { _ = $0.remove(id) }
+            if Task.isCancelled { throw .cancelledWaitingForLease(id) }
+            let failure = Self.storageError(error, doing: "taking the lease of \(id)")
+            throw failure.code == .cancelled ? .cancelledWaitingForLease(id) : failure
+        }
+        leasesHeldHere.withLockedValue { _ = $0.remove(id) }
+        return nil
+    }
+
+    /// Runs `body` with the lease, renewing its row meanwhile, then releases it (also when the
+    /// holder's task was cancelled: the release runs in a task of its own).
+    private func hold<Result: Sendable>(
+        _ id: CredentialID, holder: String, terms: LeaseTerms,
+        _ body: @Sendable (any LeasedCredentialAccess) async -> Result
+    ) async -> Result {
+        let access = PostgresLeaseAccess(storage: self, holder: holder, scope: LeaseScope(lease: id), id: id)
+        let result = await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.renew(id, holder: holder, terms: terms) }
+            let result = await body(access)
+            group.cancelAll()
+            return result
+        }
+        access.scope.end()
+        await Task {
+            do {
+                try await execute(
+                    "DELETE FROM latchkey_lease WHERE id = \(id.rawValue) AND holder = \(holder)",
+                    doing: "releasing the lease of \(id)")
+            } catch {
+                // The row runs out by itself.
+                logger.warning("lease not released", metadata: ["credential": "\(id)", "error": "\(error)"])
+            }
+        }.value
+        return result
+    }
+
+    /// Keeps the row of `holder` ahead while its body runs. Returns when cancelled.
+    private func renew(_ id: CredentialID, holder: String, terms: LeaseTerms) async {
+        let term = Self.rowTerm(terms)
+        while !Task.isCancelled {
+            do {
+                try await Task.sleep(for: .seconds(term / 3))
+                let until = terms.clock.date.timeIntervalSinceReferenceDate + term
+                let renewed = try await Self.count(
+                    client.query(
+                        """
+                        UPDATE latchkey_lease SET expires_at = \(until)
+                        WHERE id = \(id.rawValue) AND holder = \(holder) RETURNING 1
+                        """, logger: logger))
+                if renewed == 0 {
+                    logger.warning("lease lost while held; its writes are refused", metadata: ["credential": "\(id)"])
+                    return
+                }
+            } catch {
+                if Task.isCancelled { return }
+                logger.debug("lease not renewed", metadata: ["credential": "\(id)", "error": "\(error)"])
+            }
+        }
+    }
+
+    /// Checks, at open, what the lease rests on, on this connection path: a probe lease taken by
+    /// one holder is refused to a second. A server (or a proxy before it) that lets both take it
+    /// would let two instances refresh one credential at once; the store refuses to open there.
+    static func checkLeaseExcludes(_ client: PostgresClient, logger: Logger) async throws(StorageError) {
+        let probe = "latchkey.open-probe.\(UUID().uuidString)"
+        func take(_ holder: String) async throws -> Bool {
+            try await count(
+                client.query(
+                    """
+                    INSERT INTO latchkey_lease AS lease (id, holder, expires_at) VALUES (\(probe), \(holder), 'Infinity')
+                    ON CONFLICT (id) DO UPDATE SET holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at
+                    WHERE lease.expires_at <= 0
+                    RETURNING 1
+                    """, logger: logger)) == 1
+        }
+        let (first, second): (Bool, Bool)
+        do {
+            first = try await take("first")
+            second = try await take("second")
+            for try await _ in try await client.query("DELETE FROM latchkey_lease WHERE id = \(probe)", logger: logger)
+            {}
+        } catch {
+            throw storageError(error, doing: "checking that the lease excludes")
+        }
+        guard first, !second else {
+            throw StorageError(
+                .unsupported,
+                reason:
+                    "This database let two sessions take one credential's lease at once (a probe at open): two instances could refresh one credential together and replay its refresh token. Latchkey's fleet store needs PostgreSQL's unique indexes and row locks on this connection path: connect to PostgreSQL directly, or through PgBouncer in session or transaction mode. Nothing was changed."
+            )
+        }
+    }
+
+    /// Fails unless `holder` still holds the lease of `id`, and keeps the row from being taken
+    /// over until the transaction of `connection` ends.
+    static func fence(_ id: CredentialID, holder: String, on connection: PostgresConnection, logger: Logger)
+        async throws
+    {
+        let held = try await count(
+            connection.query(
+                "SELECT 1 FROM latchkey_lease WHERE id = \(id.rawValue) AND holder = \(holder) FOR SHARE",
+                logger: logger))
+        guard held == 1 else {
+            throw StorageError.leaseNotHeld("the lease of \(id), taken over after its holder stalled past its term")
         }
     }
 }
 
-/// What a lease holder reads and writes through: the connection that holds the lease, each
-/// write in a transaction of its own (committed at once, so the token endpoint's answer is
-/// stored before anything else can fail).
+/// What a lease holder reads and writes through: the storage's pool, each write in a
+/// transaction of its own (committed at once, so the token endpoint's answer is stored before
+/// anything else can fail) that first checks the lease is still its holder's.
 struct PostgresLeaseAccess: LeasedCredentialAccess {
     let storage: PostgresCredentialStorage
-    let connection: PostgresConnection
+    let holder: String
     let scope: LeaseScope
     let id: CredentialID
 
     func credential() async throws(StorageError) -> StoredCredential? {
         try scope.check()
         return try PostgresCredentialStorage.single(
-            id, try await storage.readCredentials(PostgresCredentialStorage.selectCredential(id), on: connection))
+            id, try await storage.readCredentials(PostgresCredentialStorage.selectCredential(id)))
     }
 
     func update(_ credential: StoredCredential) async throws(StorageError) {
         try scope.check(id, is: credential.id)
-        try await transaction("updating a credential") { connection in
+        try await fenced("updating a credential") { connection in
             try await storage.update(credential, on: connection)
         }
     }
 
     func delete() async throws(StorageError) -> StorageDeletion {
         try scope.check()
-        return try await transaction("removing a credential") { connection in
+        return try await fenced("removing a credential") { connection in
             try await storage.delete(id, on: connection)
         }
     }
 
     func delete(ifVersion version: Int) async throws(StorageError) -> StorageDeletion? {
         try scope.check()
-        return try await transaction("removing a credential") { connection in
+        return try await fenced("removing a credential") { connection in
             try await storage.delete(id, ifVersion: version, on: connection)
         }
     }
 
     func enqueue(_ entries: [OutboxEntry], limit: Int) async throws(StorageError) -> Bool {
         try scope.check()
-        try await transaction("queueing server steps") { connection in
+        try await fenced("queueing server steps") { connection in
             try await storage.enqueue(entries, limit: limit, on: connection)
         }
         return true
     }
 
-    private func transaction<T: Sendable>(_ what: String, _ body: (PostgresConnection) async throws -> T)
+    private func fenced<T: Sendable>(_ what: String, _ body: @Sendable (PostgresConnection) async throws -> T)
         async throws(StorageError) -> T
     {
-        do {
-            return try await connection.withTransaction(logger: storage.logger) { connection in
-                try await body(connection)
-            }
-        } catch {
-            throw PostgresCredentialStorage.storageError(error, doing: what)
+        let (id, holder, logger) = (id, holder, storage.logger)
+        return try await storage.transaction(what) { connection in
+            try await PostgresCredentialStorage.fence(id, holder: holder, on: connection, logger: logger)
+            return try await body(connection)
         }
     }
 }

@@ -15,8 +15,8 @@ extension PostgresCredentialStorage {
 
     private static let earliestFirst = "ORDER BY next_attempt_at, created_at"
 
-    /// The bound is checked under a transaction-scoped advisory lock, so that instances
-    /// enqueueing at once cannot both take the last place.
+    /// The bound is checked under a row lock, so that instances enqueueing at once cannot both
+    /// take the last place.
     public func enqueue(_ entries: [OutboxEntry], limit: Int) async throws(StorageError) {
         guard !entries.isEmpty else { return }
         try await transaction("queueing server steps") { connection in
@@ -182,10 +182,10 @@ extension PostgresCredentialStorage {
     /// Adds entries, in the transaction of `connection`, under the outbox's bound.
     func enqueue(_ entries: [OutboxEntry], limit: Int, on connection: PostgresConnection) async throws {
         let rows = try entries.map { entry throws(StorageError) in try SealedOutboxEntry(entry, sealer: sealer) }
-        // The bound is kept under a lock of its own, so that instances queueing at once do not
-        // both take the last place; without a bound there is nothing to keep.
+        // The bound is kept under a row lock of its own, so that instances queueing at once do
+        // not both take the last place; without a bound there is nothing to keep.
         if limit < Int.max {
-            try await Self.advisoryLock(Self.outboxLimitLock, on: connection, logger: logger)
+            try await Self.lockRow(Self.outboxLimitLock, on: connection, logger: logger)
             let ids = Array(Set(rows.map(\.id)))
             var existing = 0
             var count = 0
@@ -217,5 +217,6 @@ extension PostgresCredentialStorage {
         }
     }
 
-    static let outboxLimitLock: Int64 = 0x4C_4B_4F_75_74_62_6F_78  // "LKOutbox"
+    /// The `latchkey_setting` row whose lock queueing takes.
+    static let outboxLimitLock = "outbox_limit_lock"
 }

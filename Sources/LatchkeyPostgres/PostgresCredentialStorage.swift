@@ -2,6 +2,7 @@ public import Crypto
 import Foundation
 public import Latchkey
 public import Logging
+import NIOConcurrencyHelpers
 public import PostgresNIO
 
 /// Credential storage in PostgreSQL, for a fleet of server instances that share their users'
@@ -10,18 +11,19 @@ public import PostgresNIO
 /// - Tokens are sealed with AES-GCM under a 256-bit key the caller passes in (from a secret
 ///   manager): the database never holds a token in the clear. What indexes and listings read
 ///   (subject, username, email, issuer, tags) is in the clear and bound into the seal.
-/// - The lease of a credential is a session advisory lock held by a connection of the pool for
-///   the holder's whole work, which runs on that connection (it never needs a second one): one
-///   change at a time per credential fleet-wide, released at once when its holder's connection
-///   ends.
+/// - The lease of a credential is a row (holder, date it runs out) that its holder renews while
+///   it works and every write under the lease checks: one change at a time per credential
+///   fleet-wide, through any connection path (directly, or through PgBouncer in session or
+///   transaction mode), and a dead instance holds nobody up for more than 15 seconds.
 /// - Outbox entries are claimed with `FOR UPDATE SKIP LOCKED`, so the instances drain together
 ///   and each revocation is sent once; a claim runs out when its instance dies.
-/// - Every change is announced with `NOTIFY` (identifiers only, never a token), and a
-///   ``CredentialStore`` over this storage publishes other instances' changes on
-///   ``CredentialStore/changes``.
+/// - Every change is written to a change log (identifiers only, never a token) that each
+///   instance reads every 200 ms, and a ``CredentialStore`` over this storage publishes other
+///   instances' changes on ``CredentialStore/changes``.
 ///
-/// The `PostgresClient` must be running (`client.run()`, in a service group, say) and should
-/// allow at least two connections: the change feed keeps one, each lease holder holds one.
+/// Nothing rests on a server connection's state (no session advisory lock, no `LISTEN`), so a
+/// pooler may hand each statement to another connection. The `PostgresClient` must be running
+/// (`client.run()`, in a service group, say).
 ///
 /// ```swift
 /// let client = PostgresClient(configuration: configuration)
@@ -35,13 +37,13 @@ public final class PostgresCredentialStorage: CredentialStorage, OutboxStorage, 
     /// The key the store is sealed with.
     package let sealer: Sealer
     let logger: Logger
-    /// Names this storage object in its notifications, so that it can skip its own.
+    /// Names this storage object in its change log, so that it can skip its own changes.
     let origin = UUID().uuidString
-    /// The channel of change notifications.
-    static let channel = "latchkey_changes"
+    /// The credentials whose lease a holder of this storage has (or is taking).
+    let leasesHeldHere = NIOLockedValueBox<Set<CredentialID>>([])
 
     /// DPoP nonces, provider documents, web sessions, and the changes other instances make
-    /// (`LISTEN`/`NOTIFY`), for the whole fleet.
+    /// (the change log), for the whole fleet.
     public var capabilities: StorageCapabilities {
         StorageCapabilities(dpopNonces: self, providerDocuments: self, changeFeed: self, webSessions: self)
     }
@@ -64,8 +66,10 @@ public final class PostgresCredentialStorage: CredentialStorage, OutboxStorage, 
     ///     minute by default, for a fleet whose database may start after it.
     /// - Throws: ``StorageError/Code/unreachable`` when the server cannot be reached,
     ///   ``StorageError/Code/wrongKey`` when `key` is not the store's key, and
-    ///   ``StorageError/Code/unsupportedSchema`` when a newer Latchkey made the schema. Nothing is
-    ///   changed in any of these cases.
+    ///   ``StorageError/Code/unsupportedSchema`` when a newer Latchkey made the schema, and
+    ///   ``StorageError/Code/unsupported`` when a probe lease taken at open is not exclusive on this
+    ///   connection path (a proxy or a server that does not keep PostgreSQL's row locks). Nothing
+    ///   is changed in any of these cases.
     public static func open(
         client: PostgresClient, key: SymmetricKey, logger: Logger? = nil, timeout: Duration = .seconds(60)
     ) async throws(StorageError) -> PostgresCredentialStorage {
@@ -93,6 +97,7 @@ public final class PostgresCredentialStorage: CredentialStorage, OutboxStorage, 
         }
         switch migrated {
         case .success(true):
+            try await checkLeaseExcludes(client, logger: logger)
             return PostgresCredentialStorage(client: client, sealer: sealer, logger: logger)
         case .success(false):
             throw StorageError(

@@ -6,8 +6,9 @@ import PostgresNIO
 /// The tables of a PostgreSQL store and their migrations.
 ///
 /// The schema's version is a row of `latchkey_schema`. Migrations run in one transaction that
-/// first takes an advisory lock of its own, so instances starting at once migrate one after the
-/// other: the second finds the work done.
+/// first locks that table, so instances starting at once migrate one after the other: the
+/// second finds the work done. (A table lock, not an advisory lock: see
+/// `PostgresCredentialStorage.lockRow(_:on:logger:)`.)
 enum PostgresSchema {
     /// The migrations, in order; migration `n` brings the schema to version `n + 1`.
     static let migrations: [[PostgresQuery]] = [
@@ -126,21 +127,44 @@ enum PostgresSchema {
             ON latchkey_web_pending_sign_in (expires_at)
             """,
         ],
+        [
+            // Nothing rests on a lock tied to a server connection, which a pooler in transaction
+            // mode shares between clients: the lease is a row (`PostgresCredentialStorage+Lease`),
+            // changes are a log every instance reads (`PostgresChangeFeed`), the outbox's bound a
+            // row lock.
+            """
+            CREATE TABLE IF NOT EXISTS latchkey_lease (
+                id text PRIMARY KEY,
+                holder text NOT NULL,
+                expires_at double precision NOT NULL
+            )
+            """,
+            """
+            CREATE TABLE IF NOT EXISTS latchkey_change (
+                seq bigserial PRIMARY KEY,
+                origin text NOT NULL,
+                change text NOT NULL,
+                credential_id text,
+                made_at timestamptz NOT NULL DEFAULT now()
+            )
+            """,
+            "CREATE INDEX IF NOT EXISTS latchkey_change_made_at ON latchkey_change (made_at)",
+            """
+            INSERT INTO latchkey_setting (name, value) VALUES ('outbox_limit_lock', ''::bytea)
+            ON CONFLICT (name) DO NOTHING
+            """,
+        ],
     ]
 
     static var currentVersion: Int { migrations.count }
-
-    /// The advisory lock key of migrations (any constant no other lock of Latchkey's uses).
-    static let migrationLock: Int64 = 0x4C_61_74_63_68_6B_65_79  // "Latchkey"
 
     /// Brings the schema up to ``currentVersion`` and checks (or, in a new database, records)
     /// that `sealer` holds the store's key.
     static func migrate(_ client: PostgresClient, sealer: Sealer, logger: Logger) async throws(StorageError) {
         do {
+            try await createSchemaTable(client, logger: logger)
             try await client.withTransaction(logger: logger) { connection in
-                try await PostgresCredentialStorage.advisoryLock(migrationLock, on: connection, logger: logger)
-                try await connection.query(
-                    "CREATE TABLE IF NOT EXISTS latchkey_schema (version integer NOT NULL)", logger: logger)
+                try await connection.query("LOCK TABLE latchkey_schema IN EXCLUSIVE MODE", logger: logger)
                 var version = 0
                 for try await stored in try await connection.query(
                     "SELECT version FROM latchkey_schema", logger: logger
@@ -173,6 +197,23 @@ enum PostgresSchema {
             }
         } catch {
             throw PostgresCredentialStorage.storageError(error, doing: "migrating the schema")
+        }
+    }
+
+    /// Creates the table of the schema's version unless it exists. Instances creating it at once
+    /// may meet PostgreSQL's unique violation on its catalog (`CREATE TABLE IF NOT EXISTS` is not
+    /// atomic): the loser tries again and finds it.
+    private static func createSchemaTable(_ client: PostgresClient, logger: Logger) async throws {
+        for attempt in 1...3 {
+            do {
+                for try await _ in try await client.query(
+                    "CREATE TABLE IF NOT EXISTS latchkey_schema (version integer NOT NULL)", logger: logger)
+                {}
+                return
+            } catch let error as PSQLError where attempt < 3 {
+                let state = error.serverInfo?[.sqlState] ?? ""
+                guard state == "23505" || state == "42P07" else { throw error }
+            }
         }
     }
 

@@ -8,8 +8,8 @@ import LatchkeyTestSupport
 import PostgresNIO
 import Testing
 
-/// The PostgreSQL lease against a real server: a holder works on the connection that holds its
-/// lease, so many holders share a small pool without waiting for each other's connections.
+/// The PostgreSQL lease against a real server: a holder holds no connection while it works, so
+/// many holders share a small pool.
 @Suite("PostgreSQL lease", .enabled(if: PostgresServer.isEnabled))
 struct PostgresLeaseTests {
     @Test(

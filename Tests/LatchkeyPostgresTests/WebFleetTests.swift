@@ -22,7 +22,7 @@ struct WebFleetTests {
 
         /// Two instances against a development provider in this process, whose client "web-app"
         /// sends its back-channel logouts to the second.
-        static func start() async throws -> Fleet {
+        static func start(via route: PostgresServer.Route = .direct) async throws -> Fleet {
             let (portA, portB) = (try await FreePort.pick(), try await FreePort.pick())
             var configuration = DevProviderConfiguration.default
             configuration.clients.append(
@@ -34,14 +34,15 @@ struct WebFleetTests {
                 configuration: configuration, signingKeys: try await SharedSigningKeys.get())
             return try await start(
                 issuer: provider.issuer, clientID: "web-app", secret: "web-app-secret", ports: (portA, portB),
-                provider: provider)
+                provider: provider, route: route)
         }
 
         /// Two instances on `ports` of a fresh store, signing users in at `issuer`.
         static func start(
-            issuer: URL, clientID: String, secret: String, ports: (Int, Int), provider: DevProvider? = nil
+            issuer: URL, clientID: String, secret: String, ports: (Int, Int), provider: DevProvider? = nil,
+            route: PostgresServer.Route = .direct
         ) async throws -> Fleet {
-            let url = try await PostgresServer.freshDatabase()
+            let url = try await PostgresServer.freshDatabase(via: route)
             let key = SymmetricKey(size: .bits256)
             let hex = key.withUnsafeBytes { $0.map { String(format: "%02x", $0) }.joined() }
             var instances: [ChildProcess] = []
@@ -124,9 +125,11 @@ struct WebFleetTests {
         return try await client.introspect(token, kind: .refreshToken).active
     }
 
-    @Test("a session ended at the provider is signed out on A after its logout token reached B")
-    func logoutReachesEveryInstance() async throws {
-        try await Self.withFleet { fleet in
+    @Test(
+        "a session ended at the provider is signed out on A after its logout token reached B",
+        arguments: PostgresServer.Route.allCases)
+    func logoutReachesEveryInstance(_ route: PostgresServer.Route) async throws {
+        try await Self.withFleet({ try await Fleet.start(via: route) }) { fleet in
             let browser = try await fleet.signIn("alice", on: fleet.a)
             #expect(try await browser.open(fleet.a.appendingPathComponent("protected")).body.contains("you are alice"))
             let refreshToken = try await fleet.onlyRefreshToken()

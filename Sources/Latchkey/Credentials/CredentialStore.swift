@@ -145,8 +145,8 @@ public actor CredentialStore {
     ///
     /// Each access returns a new, independent stream; it ends when the store is released.
     /// Changes that other processes make to shared storage are published too when the storage
-    /// tells of them (its ``StorageCapabilities/changeFeed``: the PostgreSQL store does, over
-    /// `LISTEN`/`NOTIFY`); the SQLite store does not. A subscriber that falls more than 1,024
+    /// tells of them (its ``StorageCapabilities/changeFeed``: the PostgreSQL store does, from
+    /// its change log); the SQLite store does not. A subscriber that falls more than 1,024
     /// events behind is told so with ``CredentialStoreEvent/changesMayHaveBeenMissed``.
     public nonisolated var changes: AsyncStream<CredentialStoreEvent> {
         events.subscribe()

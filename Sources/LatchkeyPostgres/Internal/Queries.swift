@@ -168,14 +168,21 @@ extension PostgresCredentialStorage {
     /// a lock that did not come in time ``StorageError/Code/busy``, anything else
     /// ``StorageError/Code/databaseFailure`` with the server's message (which holds no token:
     /// tokens reach the server sealed).
-    /// Takes the transaction-scoped advisory lock `key` and returns once it is held.
+    /// Locks the `latchkey_setting` row `name` until the transaction of `connection` ends.
     ///
-    /// postgres-nio hands back a query's rows as soon as their description arrives, before a
-    /// `SELECT` that waits for a lock has run: the answer is read to its end here, or the caller
-    /// would go on without the lock. (Every `SELECT` in a transaction is read to its end for
-    /// the same reason: its error must surface, not turn the `COMMIT` into a silent rollback.)
-    static func advisoryLock(_ key: Int64, on connection: PostgresConnection, logger: Logger) async throws {
-        for try await _ in try await connection.query("SELECT pg_advisory_xact_lock(\(key))", logger: logger) {}
+    /// A row lock, not an advisory lock: servers that only speak PostgreSQL's protocol may make
+    /// advisory locks no-ops (CockroachDB's always succeed). postgres-nio hands back a query's
+    /// rows as soon as their description arrives, before a `SELECT` that waits for a lock has
+    /// run: the answer is read to its end here, or the caller would go on without the lock.
+    /// (Every `SELECT` in a transaction is read to its end for the same reason: its error must
+    /// surface, not turn the `COMMIT` into a silent rollback.)
+    static func lockRow(_ name: String, on connection: PostgresConnection, logger: Logger) async throws {
+        let locked = try await count(
+            connection.query("SELECT 1 FROM latchkey_setting WHERE name = \(name) FOR UPDATE", logger: logger))
+        guard locked == 1 else {
+            throw StorageError(
+                .databaseFailure, reason: "The PostgreSQL store's lock row \(name) is missing; open the store again.")
+        }
     }
 
     static func storageError(_ error: any Error, doing what: String) -> StorageError {

@@ -18,6 +18,18 @@ enum PostgresServer {
         /// The local server's process, when it is local: a file left by a stopped server is
         /// not a running one.
         var pid: Int32?
+        /// PgBouncer before the server, in session and in transaction pooling mode.
+        var sessionPoolerURL: String?
+        var transactionPoolerURL: String?
+    }
+
+    /// How a fleet's instances reach the server.
+    enum Route: String, CaseIterable, Sendable, CustomTestStringConvertible {
+        case direct = "directly"
+        case sessionPooler = "through PgBouncer in session mode"
+        case transactionPooler = "through PgBouncer in transaction mode"
+
+        var testDescription: String { rawValue }
     }
 
     static var environmentFile: URL {
@@ -47,14 +59,22 @@ enum PostgresServer {
     /// the rest of the suite under the thread sanitizer.
     static var openTimeout: Duration { TestTiming.scaled(.seconds(60)) }
 
-    /// The URL of a new, empty database of its own for one test.
-    static func freshDatabase() async throws -> String {
+    /// The URL of a new, empty database of its own for one test, reached by `route` (the
+    /// database is made directly).
+    static func freshDatabase(via route: Route = .direct) async throws -> String {
         let environment = try require()
         let name = "latchkey_test_\(UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased())"
         try await withClient(environment.url) { client in
             try await client.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"))
         }
-        var components = try #require(URLComponents(string: environment.url))
+        let base: String? =
+            switch route {
+            case .direct: environment.url
+            case .sessionPooler: environment.sessionPoolerURL
+            case .transactionPooler: environment.transactionPoolerURL
+            }
+        let reached = try #require(base, "no PgBouncer: restart scripts/providers/postgres")
+        var components = try #require(URLComponents(string: reached))
         components.path = "/\(name)"
         return try #require(components.string)
     }
