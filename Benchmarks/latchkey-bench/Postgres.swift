@@ -6,9 +6,10 @@ import LatchkeyPostgres
 import PostgresNIO
 
 /// The fleet store's figures, against the PostgreSQL server at `url` (a database of its own is
-/// created for the run and dropped afterwards). Instances are stores with clients (and
-/// connection pools) of their own in this process.
-func postgresFigures(url: String) async throws {
+/// created for the run and dropped afterwards), named `label.…` (`postgres` directly,
+/// `postgres.pgbouncer_transaction` through PgBouncer in transaction mode). Instances are stores
+/// with clients (and connection pools) of their own in this process.
+func postgresFigures(url: String, label: String = "postgres") async throws {
     let name = "latchkey_bench_\(UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased())"
     try await createDatabase(name, at: url)
     var components = URLComponents(string: url)
@@ -46,8 +47,8 @@ func postgresFigures(url: String) async throws {
             let email = "user\(Int.random(in: 0..<total))@example.com"
             finds.append(try await time { _ = try await store.find(.email(email)) })
         }
-        await record("postgres.find_by_email.median", percentile(finds, 0.5), "ms")
-        await record("postgres.find_by_email.p99", percentile(finds, 0.99), "ms")
+        await record("\(label).find_by_email.median", percentile(finds, 0.5), "ms")
+        await record("\(label).find_by_email.p99", percentile(finds, 0.99), "ms")
         var adds: [Double] = []
         var added: [CredentialID] = []
         for index in 0..<(quick ? 100 : 500) {
@@ -56,14 +57,22 @@ func postgresFigures(url: String) async throws {
                     added.append(try await store.add(token(total + index), accountClaims: claims(total + index)).id)
                 })
         }
-        await record("postgres.add.median", percentile(adds, 0.5), "ms")
-        await record("postgres.add.p99", percentile(adds, 0.99), "ms")
+        await record("\(label).add.median", percentile(adds, 0.5), "ms")
+        await record("\(label).add.p99", percentile(adds, 0.99), "ms")
         var removes: [Double] = []
         for id in added { removes.append(try await time { _ = try await store.remove(id) }) }
-        await record("postgres.remove.median", percentile(removes, 0.5), "ms")
-        await record("postgres.remove.p99", percentile(removes, 0.99), "ms")
+        await record("\(label).remove.median", percentile(removes, 0.5), "ms")
+        await record("\(label).remove.p99", percentile(removes, 0.99), "ms")
+    }
+    try await withPostgres(database) { client in
+        let opened = try await time { _ = try await PostgresCredentialStorage.open(client: client, key: key) }
+        await record("\(label).store_\(quick ? "10k" : "100k").open", opened, "ms")
+        let storage = try await PostgresCredentialStorage.open(client: client, key: key)
+        let listed = try await time { _ = try await storage.accounts() }
+        await record("\(label).store_\(quick ? "10k" : "100k").list_accounts", listed, "ms")
         try await client.query("TRUNCATE latchkey_credential")
     }
+    try await postgresHotPathFigures(database: database, key: key, label: label)
 
     // MARK: The outbox drained by 1, 2 and 4 instances; 20 ms per revocation
     let dev = try await DevProvider.start()
@@ -103,9 +112,9 @@ func postgresFigures(url: String) async throws {
             return Double(entries) / (wall / 1_000)
         }
         throughputs[instances] = throughput
-        await record("postgres.drain.instances\(instances).per_second", throughput, "revocations/s")
+        await record("\(label).drain.instances\(instances).per_second", throughput, "revocations/s")
     }
-    await record("postgres.drain.scaling_4_over_1", (throughputs[4] ?? 0) / (throughputs[1] ?? 1), "x")
+    await record("\(label).drain.scaling_4_over_1", (throughputs[4] ?? 0) / (throughputs[1] ?? 1), "x")
 
     // MARK: 4 instances × 250 callers of one expired credential
     dev.faults.clear()
@@ -121,7 +130,7 @@ func postgresFigures(url: String) async throws {
             }
             try await group.waitForAll()
         }
-        await record("postgres.refresh.4x250.requests", Double(dev.faults.count("token.refresh_token")), "count")
+        await record("\(label).refresh.4x250.requests", Double(dev.faults.count("token.refresh_token")), "count")
     }
     await dev.stop()
 
@@ -153,8 +162,8 @@ func postgresFigures(url: String) async throws {
             }
             latencies.append(milliseconds(ContinuousClock.now - start))
         }
-        await record("postgres.change_event.a_to_b.median", percentile(latencies, 0.5), "ms")
-        await record("postgres.change_event.a_to_b.p99", percentile(latencies, 0.99), "ms")
+        await record("\(label).change_event.a_to_b.median", percentile(latencies, 0.5), "ms")
+        await record("\(label).change_event.a_to_b.p99", percentile(latencies, 0.99), "ms")
     }
 }
 

@@ -1,6 +1,7 @@
 // latchkey-bench: the figures behind Latchkey's claims. Run it release-built:
 //
-//   swift run -c release latchkey-bench [--json] [--quick] [--postgres URL] [--only SECTION] [--no-baseline]
+//   swift run -c release latchkey-bench [--json] [--quick] [--postgres URL [--pgbouncer URL]] [--only SECTION]
+//       [--no-baseline]
 //
 // A figure more than 20 % worse than the one README.md records (its `latchkey-bench figures`
 // block) is printed `regressed`, and the run exits 1; `--no-baseline` reports without failing.
@@ -331,8 +332,17 @@ let postgresURL =
 
 if runs("web") { try await webFigures(postgres: postgresURL) }
 
+// With --pgbouncer URL (or $LATCHKEY_BENCH_PGBOUNCER_URL: a PgBouncer in transaction mode before
+// the same server), the figures again through it.
+let pgbouncerURL =
+    arguments.firstIndex(of: "--pgbouncer").flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil }
+    ?? ProcessInfo.processInfo.environment["LATCHKEY_BENCH_PGBOUNCER_URL"].flatMap { $0.isEmpty ? nil : $0 }
+
 if let postgresURL {
     if runs("postgres") { try await postgresFigures(url: postgresURL) }
+    if runs("postgres"), let pgbouncerURL {
+        try await postgresFigures(url: pgbouncerURL, label: "postgres.pgbouncer_transaction")
+    }
 } else if runs("postgres") {
     FileHandle.standardError.write(
         Data("latchkey-bench: no PostgreSQL figures (name a server with --postgres URL)\n".utf8))

@@ -1,6 +1,7 @@
 import Foundation
 public import Latchkey
 import Logging
+import NIOConcurrencyHelpers
 import PostgresNIO
 
 /// Changes travel between instances through a log, `latchkey_change`, written in the
@@ -46,41 +47,97 @@ extension PostgresCredentialStorage {
         let (stream, continuation) = AsyncStream.makeStream(
             of: CredentialStoreEvent.self, bufferingPolicy: .bufferingNewest(4_096))
         let task = Task { [self] in
-            var cursor: ChangeLogCursor?
-            var failing = false
-            var polls = 0
+            var reader = ChangeLogReader()
             while !Task.isCancelled {
-                do {
-                    if let current = cursor {
-                        var next = current
-                        let entries = try await changes(after: current.floor, recovering: failing)
-                        if entries.missed { continuation.yield(.changesMayHaveBeenMissed) }
-                        let fresh = Set(
-                            next.take(entries.rows.map(\.seq), now: ContinuousClock.now.secondsSinceStart))
-                        for row in entries.rows where fresh.contains(row.seq) && row.origin != origin {
-                            if let event = Self.event(change: row.change, id: row.id) { continuation.yield(event) }
-                        }
-                        cursor = next
-                    } else {
-                        cursor = ChangeLogCursor(after: try await latestChange())
+                if let poll = await reader.poll(self) {
+                    if poll.missed { continuation.yield(.changesMayHaveBeenMissed) }
+                    for row in poll.rows where row.origin != origin {
+                        if let event = Self.event(change: row.change, id: row.id) { continuation.yield(event) }
                     }
-                    if failing { logger.info("change feed reads the log again") }
-                    failing = false
-                    polls += 1
-                    if polls % 300 == 0 { await pruneChangeLog() }
-                } catch {
-                    if Task.isCancelled { break }
-                    if !failing {
-                        logger.warning("change feed cannot read the log; trying again", metadata: ["error": "\(error)"])
-                    }
-                    failing = true
                 }
-                try? await Task.sleep(for: failing ? .seconds(1) : Self.changePollInterval)
+                try? await Task.sleep(for: reader.failing ? .seconds(1) : Self.changePollInterval)
             }
             continuation.finish()
         }
         continuation.onTermination = { _ in task.cancel() }
         return stream
+    }
+
+    /// Starts reading the log for the read cache, unless it is read already. The task holds the
+    /// storage only while it polls, and ends when the storage is released.
+    func startCacheFeed() {
+        cacheFeed.withLockedValue { task in
+            guard task == nil else { return }
+            task = Task { [weak self] in
+                var reader = ChangeLogReader()
+                while !Task.isCancelled {
+                    guard let storage = self else { return }
+                    let poll = await reader.poll(storage)
+                    storage.readCache.withLockedValue { cache in
+                        guard let poll else { return cache.lostFeed() }
+                        if poll.missed { cache.changed([nil]) }
+                        cache.changed(
+                            poll.rows.filter { $0.change != "default" }.map { $0.id.map(CredentialID.init(rawValue:)) })
+                        cache.polled(startedAt: poll.startedAt)
+                    }
+                    let pause = reader.failing ? Duration.seconds(1) : Self.changePollInterval
+                    try? await Task.sleep(for: pause)
+                }
+            }
+        }
+    }
+
+    /// Whether `accessToken()` is answered from memory now (a poll of the log that started within
+    /// ``PostgresReadCache/staleness`` has completed).
+    package var servesFromMemory: Bool {
+        readCache.withLockedValue { $0.isFresh(at: .now) }
+    }
+
+    /// What one poll of the log found: the entries new to its reader.
+    struct ChangeLogPoll: Sendable {
+        var rows: [ChangeRow]
+        /// The log no longer holds everything since the reader's last poll.
+        var missed: Bool
+        /// When the poll started: every change committed before then is in `rows` or was in an
+        /// earlier poll's.
+        var startedAt: ContinuousClock.Instant
+    }
+
+    /// A reader of the log: where it is, and whether its last poll failed.
+    struct ChangeLogReader: Sendable {
+        private var cursor: ChangeLogCursor?
+        private(set) var failing = false
+        private var polls = 0
+
+        /// Reads what is new in the log; `nil` when it could not (logged once per outage). The
+        /// first poll finds the log's end and reads from there.
+        mutating func poll(_ storage: PostgresCredentialStorage) async -> ChangeLogPoll? {
+            let start = ContinuousClock.now
+            do {
+                var result = ChangeLogPoll(rows: [], missed: false, startedAt: start)
+                if var next = cursor {
+                    let entries = try await storage.changes(after: next.floor, recovering: failing)
+                    let fresh = Set(next.take(entries.rows.map(\.seq), now: start.secondsSinceStart))
+                    result.rows = entries.rows.filter { fresh.contains($0.seq) }
+                    result.missed = entries.missed
+                    cursor = next
+                } else {
+                    cursor = ChangeLogCursor(after: try await storage.latestChange())
+                }
+                if failing { storage.logger.info("change feed reads the log again") }
+                failing = false
+                polls += 1
+                if polls % 300 == 0 { await storage.pruneChangeLog() }
+                return result
+            } catch {
+                if !failing, !Task.isCancelled {
+                    storage.logger.warning(
+                        "change feed cannot read the log; trying again", metadata: ["error": "\(error)"])
+                }
+                failing = true
+                return nil
+            }
+        }
     }
 
     /// One entry of the log.
@@ -93,7 +150,7 @@ extension PostgresCredentialStorage {
 
     /// The entries after `floor`, oldest first; `missed` when the log no longer holds the one
     /// right after `floor` (checked after the feed could not read for a while).
-    private func changes(after floor: Int64, recovering: Bool) async throws -> (rows: [ChangeRow], missed: Bool) {
+    func changes(after floor: Int64, recovering: Bool) async throws -> (rows: [ChangeRow], missed: Bool) {
         var rows: [ChangeRow] = []
         for try await (seq, origin, change, id) in try await client.query(
             """
@@ -113,7 +170,7 @@ extension PostgresCredentialStorage {
     }
 
     /// The newest entry's number (0 for an empty log).
-    private func latestChange() async throws -> Int64 {
+    func latestChange() async throws -> Int64 {
         var latest: Int64 = 0
         for try await value in try await client.query(
             "SELECT coalesce(max(seq), 0) FROM latchkey_change", logger: logger
@@ -125,7 +182,7 @@ extension PostgresCredentialStorage {
     }
 
     /// Drops the entries older than an hour.
-    private func pruneChangeLog() async {
+    func pruneChangeLog() async {
         do {
             try await execute(
                 """

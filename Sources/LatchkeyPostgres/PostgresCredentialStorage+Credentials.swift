@@ -1,6 +1,7 @@
-import Foundation
+public import Foundation
 public import Latchkey
 import Logging
+import NIOConcurrencyHelpers
 import PostgresNIO
 
 /// The credentials, the default marker and their notifications. Every write is written once,
@@ -55,6 +56,26 @@ extension PostgresCredentialStorage {
         try Self.single(id, try await readCredentials(Self.selectCredential(id)))
     }
 
+    /// `accessToken()`'s hot path: from memory while the change log says nothing changed
+    /// (``PostgresReadCache``: at most a second stale for a change made on another instance,
+    /// never for one made here), else a read, which is kept.
+    public func validAccessToken(for id: CredentialID, minimumValidity: TimeInterval, at date: Date)
+        async throws(StorageError) -> String?
+    {
+        let now = ContinuousClock.now
+        let (token, epoch) = readCache.withLockedValue {
+            ($0.accessToken(id, minimumValidity: minimumValidity, at: date, now: now), $0.epoch)
+        }
+        if let token { return token }
+        startCacheFeed()
+        guard let credential = try await credential(for: id) else {
+            readCache.withLockedValue { $0.forget(id) }
+            return nil
+        }
+        readCache.withLockedValue { $0.keep(credential, readAt: epoch) }
+        return credential.accessToken(minimumValidity: minimumValidity, at: date)
+    }
+
     public func credentials(matching query: CredentialQuery) async throws(StorageError) -> [StoredCredential] {
         let select = "SELECT \(Self.credentialColumns) FROM latchkey_credential"
         let filter: PostgresQuery
@@ -87,7 +108,7 @@ extension PostgresCredentialStorage {
         first.version = 1
         let row = try SealedCredential(first, sealer: sealer)
         let id = credential.id
-        try await transaction("adding a credential") { connection in
+        try await credentialTransaction("adding a credential") { connection in
             let inserted = try await Self.count(
                 connection.query(
                     """
@@ -104,17 +125,19 @@ extension PostgresCredentialStorage {
     }
 
     public func update(_ credential: StoredCredential) async throws(StorageError) {
-        try await transaction("updating a credential") { connection in
+        try await credentialTransaction("updating a credential") { connection in
             try await self.update(credential, on: connection)
         }
     }
 
     public func delete(_ id: CredentialID) async throws(StorageError) -> StorageDeletion {
-        try await transaction("removing a credential") { connection in try await self.delete(id, on: connection) }
+        try await credentialTransaction("removing a credential") { connection in
+            try await self.delete(id, on: connection)
+        }
     }
 
     public func delete(_ id: CredentialID, ifVersion version: Int) async throws(StorageError) -> StorageDeletion? {
-        try await transaction("removing a credential") { connection in
+        try await credentialTransaction("removing a credential") { connection in
             try await self.delete(id, ifVersion: version, on: connection)
         }
     }

@@ -222,7 +222,7 @@ struct PostgresLeaseAccess: LeasedCredentialAccess {
         async throws(StorageError) -> T
     {
         let (id, holder, logger) = (id, holder, storage.logger)
-        return try await storage.transaction(what) { connection in
+        return try await storage.credentialTransaction(what) { connection in
             try await PostgresCredentialStorage.fence(id, holder: holder, on: connection, logger: logger)
             return try await body(connection)
         }

@@ -41,6 +41,10 @@ public final class PostgresCredentialStorage: CredentialStorage, OutboxStorage, 
     let origin = UUID().uuidString
     /// The credentials whose lease a holder of this storage has (or is taking).
     let leasesHeldHere = NIOLockedValueBox<Set<CredentialID>>([])
+    /// `accessToken()`'s credentials, kept while the change log says nothing changed.
+    let readCache = NIOLockedValueBox(PostgresReadCache())
+    /// The task that reads the change log for the read cache, once a token was asked for.
+    let cacheFeed = NIOLockedValueBox<Task<Void, Never>?>(nil)
 
     /// DPoP nonces, provider documents, web sessions, and the changes other instances make
     /// (the change log), for the whole fleet.
@@ -52,6 +56,10 @@ public final class PostgresCredentialStorage: CredentialStorage, OutboxStorage, 
         self.client = client
         self.sealer = sealer
         self.logger = logger
+    }
+
+    deinit {
+        cacheFeed.withLockedValue { $0?.cancel() }
     }
 
     /// Opens the store in the database `client` connects to: creates or migrates its tables

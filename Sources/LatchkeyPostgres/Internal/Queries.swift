@@ -1,6 +1,7 @@
 import Foundation
 import Latchkey
 import Logging
+import NIOConcurrencyHelpers
 import PostgresNIO
 
 /// How the storage reads and writes: rows decoded one by one (a damaged row is reported and
@@ -37,6 +38,16 @@ extension PostgresCredentialStorage {
         } catch {
             throw Self.storageError(error, doing: what)
         }
+    }
+
+    /// Runs a write of credentials in one transaction, with the read cache emptied before it
+    /// starts and after it ends (a read under way meanwhile keeps nothing).
+    func credentialTransaction<Result: Sendable>(
+        _ what: String, _ body: @Sendable (PostgresConnection) async throws -> Result
+    ) async throws(StorageError) -> Result {
+        readCache.withLockedValue { $0.wrote() }
+        defer { readCache.withLockedValue { $0.wrote() } }
+        return try await transaction(what, body)
     }
 
     /// The number of rows a statement answered (`RETURNING 1` for a write).
