@@ -95,4 +95,22 @@ struct PostgresExclusionTests {
         #expect(refused?.reason.contains("two sessions take one credential's lease") == true)
         #expect(refused?.reason.contains("PgBouncer") == true)
     }
+
+    @Test("PgBouncer in statement mode is refused at open, naming the modes that work")
+    func statementPooling() async throws {
+        let direct = try await PostgresServer.freshDatabase()
+        let pooler = try #require(
+            PostgresServer.environment?.statementPoolerURL, "no PgBouncer: restart scripts/providers/postgres")
+        var components = try #require(URLComponents(string: pooler))
+        components.path = try #require(URLComponents(string: direct)?.path)
+        let url = try #require(components.string)
+        let refused = await #expect(throws: StorageError.self) {
+            try await PostgresServer.withClient(url) { client in
+                _ = try await PostgresCredentialStorage.open(
+                    client: client, key: SymmetricKey(size: .bits256), timeout: PostgresServer.openTimeout)
+            }
+        }
+        #expect(refused?.code == .unsupported)
+        #expect(refused?.reason.contains("session or transaction mode") == true)
+    }
 }

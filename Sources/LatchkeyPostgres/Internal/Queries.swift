@@ -214,6 +214,13 @@ extension PostgresCredentialStorage {
         case .server:
             let state = psql.serverInfo?[.sqlState] ?? ""
             let message = psql.serverInfo?[.message] ?? "an error"
+            if message.contains("statement pooling mode") {
+                return StorageError(
+                    .unsupported,
+                    reason:
+                        "PostgreSQL refused \(what): \(message) (\(state)). The store writes in transactions: put PgBouncer in session or transaction mode for it.",
+                    underlying: psql)
+            }
             if state == "55P03" {
                 return StorageError(.busy, reason: "A lock was held elsewhere while \(what).", underlying: psql)
             }

@@ -21,6 +21,8 @@ enum PostgresServer {
         /// PgBouncer before the server, in session and in transaction pooling mode.
         var sessionPoolerURL: String?
         var transactionPoolerURL: String?
+        /// PgBouncer in statement pooling mode, which the store refuses.
+        var statementPoolerURL: String?
     }
 
     /// How a fleet's instances reach the server.
