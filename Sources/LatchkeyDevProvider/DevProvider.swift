@@ -323,6 +323,16 @@ private func registerOAuth(_ endpoints: Endpoints, on routes: RouterGroup<Provid
     routes.delete(RouterPath(DevProviderEndpoint.registration.path + "/:client_id"), use: endpoints.manageRegistration)
     routes.get(path(.deviceVerification), use: endpoints.device)
     routes.post(path(.deviceVerification), use: endpoints.device)
+    for resource in endpoints.configuration.protectedResources {
+        routes.get(RouterPath("/.well-known/oauth-protected-resource" + resource.path)) { _, _ in
+            await endpoints.resourceMetadata(resource)
+        }
+        for method in [HTTPRequest.Method.get, .post] {
+            routes.on(RouterPath(resource.path), method: method) { request, _ in
+                await endpoints.protectedResource(resource, request)
+            }
+        }
+    }
 }
 
 /// PingAM's journey and session endpoints, in the configured realm.

@@ -23,6 +23,29 @@ struct DevServerCommandTests {
         #expect(try await server.finish().status == 0)
     }
 
+    @Test("--resource serves a protected resource that challenges with its metadata's URL and the scope it needs")
+    func resource() async throws {
+        let server = try await ChildProcess.start(
+            Executables.latchkey, ["dev-server", "--port", "0", "--resource", "/mcp:files:read"], input: "")
+        let output = try await server.standardOutput { $0.contains("admin token: ") && $0.hasSuffix("\n") }
+        let issuer = try #require(output.split(separator: "\n").first.map(String.init))
+        let response = try await http.execute(HTTPClientRequest(url: issuer + "/mcp"), timeout: .seconds(10))
+        #expect(response.status == .unauthorized)
+        #expect(
+            response.headers["WWW-Authenticate"].first
+                == #"Bearer resource_metadata="\#(issuer)/.well-known/oauth-protected-resource/mcp", scope="files:read""#
+        )
+        let metadata = try await Client.fetchJSON(issuer + "/.well-known/oauth-protected-resource/mcp")
+        #expect(metadata["resource"] as? String == issuer + "/mcp")
+        #expect(metadata["authorization_servers"] as? [String] == [issuer])
+        #expect(metadata["scopes_supported"] as? [String] == ["files:read"])
+        server.send(signal: SIGINT)
+        #expect(try await server.finish().status == 0)
+        let refused = try await ChildProcess.run(Executables.latchkey, ["dev-server", "--resource", "mcp"], input: "")
+        #expect(refused.status != 0)
+        #expect(refused.stderr.contains("is not a path"))
+    }
+
     @Test("a SIGINT the moment the issuer is printed stops it as cleanly as a later one: exit 0")
     func signalAtOnce() async throws {
         // The issuer line is the promise that the server is up, and a script may stop it at

@@ -139,6 +139,9 @@ public struct DevProviderConfiguration: Sendable, Codable, Hashable {
     /// How long clients may keep the OpenID configuration and the key set, in seconds: the
     /// `max-age` of their `Cache-Control` (60 by default).
     public var documentMaxAge: Int
+    /// The protected resources the provider serves beside itself, with their metadata (RFC 9728):
+    /// `/resource` by default.
+    public var protectedResources: [ProtectedResource]
 
     /// The realm unless one is configured: `alpha`.
     public static let defaultRealm = "alpha"
@@ -161,7 +164,8 @@ public struct DevProviderConfiguration: Sendable, Codable, Hashable {
         realm: String = DevProviderConfiguration.defaultRealm,
         sessionCookieName: String? = nil,
         clientRegistration: Bool = true,
-        documentMaxAge: Int = 60
+        documentMaxAge: Int = 60,
+        protectedResources: [ProtectedResource] = [ProtectedResource(path: "/resource")]
     ) {
         self.users = users
         self.clients = clients
@@ -180,6 +184,7 @@ public struct DevProviderConfiguration: Sendable, Codable, Hashable {
         self.sessionCookieName = sessionCookieName
         self.clientRegistration = clientRegistration
         self.documentMaxAge = documentMaxAge
+        self.protectedResources = protectedResources
     }
 
     /// The default users and clients.
@@ -239,6 +244,9 @@ public struct DevProviderConfiguration: Sendable, Codable, Hashable {
         sessionCookieName = try container.decodeIfPresent(String.self, forKey: .sessionCookieName)
         clientRegistration = try container.decodeIfPresent(Bool.self, forKey: .clientRegistration) ?? true
         documentMaxAge = try value(.documentMaxAge, defaults.documentMaxAge)
+        protectedResources =
+            try container.decodeIfPresent([ProtectedResource].self, forKey: .protectedResources)
+            ?? defaults.protectedResources
     }
 
     /// The path of the realm's OAuth issuer below the provider's base URL.

@@ -108,6 +108,15 @@ extension ProviderState {
     }
 
     /// The grant behind a valid access token, for userinfo and global sign-out.
+    /// What a usable access token may do at a resource: its user, its scopes (narrowed by a
+    /// refresh, or the grant's) and the resource it was issued for, if one.
+    func resourceAccess(accessToken: String) throws -> (username: String, scopes: [String], audience: String?) {
+        guard case .access(_, let record) = lookup(accessToken), isUsable(record, at: now()),
+            let grant = grants[record.grantID]
+        else { throw OAuthFailure.invalidToken("The access token is not valid.") }
+        return (grant.username, record.scopes ?? grant.scopes, record.audience)
+    }
+
     func authorize(accessToken: String) throws -> Grant {
         guard case .access(_, let record) = lookup(accessToken), isUsable(record, at: now()),
             let grant = grants[record.grantID]

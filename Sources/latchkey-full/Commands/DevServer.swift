@@ -29,6 +29,13 @@ extension LatchkeyCommand {
         @Option(name: .customLong("admin-token"), help: "The token the /admin endpoints require (random by default).")
         var adminToken: String?
 
+        @Option(
+            name: .customLong("resource"),
+            help: ArgumentHelp(
+                "A protected resource to serve at this path below the issuer, with its metadata (RFC 9728); PATH:SCOPE,SCOPE names the scopes it needs. Repeatable; `/resource` when none is given.",
+                valueName: "path"))
+        var resources: [String] = []
+
         @Option(help: "The address to listen on; anything but loopback needs --allow-non-loopback.")
         var host: String = "127.0.0.1"
 
@@ -45,13 +52,17 @@ extension LatchkeyCommand {
                     "--host \(host) is not loopback: add --allow-non-loopback if you mean it (anyone who can reach it can sign in as the published users)."
                 )
             }
+            for resource in resources where !resource.hasPrefix("/") || resource.contains("..") {
+                throw ValidationError(
+                    "--resource \(resource) is not a path: it starts with / (e.g. /mcp or /files:files:read).")
+            }
             if let adminToken, adminToken.count < 16 {
                 throw ValidationError("--admin-token must be at least 16 characters.")
             }
         }
 
         func run() async throws {
-            let configuration: DevProviderConfiguration
+            var configuration: DevProviderConfiguration
             if let config {
                 do {
                     configuration = try DevProviderConfiguration.load(from: URL(fileURLWithPath: config))
@@ -61,6 +72,19 @@ extension LatchkeyCommand {
                 }
             } else {
                 configuration = .default
+            }
+            if !resources.isEmpty {
+                configuration.protectedResources = resources.map { text in
+                    let parts = text.split(separator: ":", maxSplits: 1)
+                    let scopes = parts.count > 1 ? parts[1].split(separator: ",").map(String.init) : []
+                    for scope in scopes where !configuration.clients.isEmpty {
+                        for index in configuration.clients.indices
+                        where !configuration.clients[index].scopes.contains(scope) {
+                            configuration.clients[index].scopes.append(scope)
+                        }
+                    }
+                    return DevProviderConfiguration.ProtectedResource(path: String(parts[0]), scopes: scopes)
+                }
             }
             if !["127.0.0.1", "::1", "localhost"].contains(host) {
                 writeAll(

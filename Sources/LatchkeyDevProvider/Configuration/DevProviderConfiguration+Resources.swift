@@ -1,0 +1,31 @@
+extension DevProviderConfiguration {
+    /// A protected resource the provider serves beside itself, for resource-first sign-in
+    /// (RFC 9728): at `path` below the issuer it answers a request without a usable token with
+    /// `401` and `WWW-Authenticate: Bearer resource_metadata="…"`, one whose token lacks
+    /// `scopes` with `403` and `error="insufficient_scope"`, and one with a usable token (issued
+    /// for it, when the token names a resource) with its user. Its metadata is at
+    /// `/.well-known/oauth-protected-resource` followed by `path`.
+    public struct ProtectedResource: Sendable, Codable, Hashable {
+        /// Where the resource is served, below the issuer: `/resource`, `/mcp`.
+        public var path: String
+        /// The scopes a request needs (none by default).
+        public var scopes: [String]
+        /// What the metadata offers as `scopes_supported` (`scopes`, when left out).
+        public var scopesSupported: [String]?
+
+        /// A resource at `path` that needs `scopes`.
+        public init(path: String, scopes: [String] = [], scopesSupported: [String]? = nil) {
+            self.path = path.hasPrefix("/") ? path : "/" + path
+            self.scopes = scopes
+            self.scopesSupported = scopesSupported
+        }
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            self.init(
+                path: try container.decode(String.self, forKey: .path),
+                scopes: try container.decodeIfPresent([String].self, forKey: .scopes) ?? [],
+                scopesSupported: try container.decodeIfPresent([String].self, forKey: .scopesSupported))
+        }
+    }
+}
