@@ -1,4 +1,16 @@
 extension DevProviderConfiguration {
+    /// The scopes the provider offers (`scopes_supported`, and what a registered client may ask
+    /// for): OpenID's, and those its protected resources need or offer.
+    var offeredScopes: [String] {
+        var scopes = Self.defaultScopes
+        for resource in protectedResources {
+            for scope in resource.scopes + (resource.scopesSupported ?? []) where !scopes.contains(scope) {
+                scopes.append(scope)
+            }
+        }
+        return scopes
+    }
+
     /// A protected resource the provider serves beside itself, for resource-first sign-in
     /// (RFC 9728): at `path` below the issuer it answers a request without a usable token with
     /// `401` and `WWW-Authenticate: Bearer resource_metadata="…"`, one whose token lacks

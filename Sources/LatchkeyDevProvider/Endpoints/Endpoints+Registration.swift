@@ -15,7 +15,7 @@ extension Endpoints {
         guard request.headers[.contentType]?.lowercased().hasPrefix("application/json") == true,
             let object = try? JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any]
         else { throw Self.invalidMetadata("The request must be a JSON object (application/json).") }
-        let metadata = try RegistrationMetadata(object)
+        let metadata = try RegistrationMetadata(object, offering: configuration.offeredScopes)
         let isPublic = metadata.authMethod == "none"
         let client = DevProviderConfiguration.Client(
             clientID: "reg-" + Self.randomText(bytes: 12),
@@ -79,7 +79,7 @@ struct RegistrationMetadata {
     var scopes: [String]
     var authMethod: String
 
-    init(_ object: [String: Any]) throws {
+    init(_ object: [String: Any], offering offered: [String]) throws {
         func strings(_ key: String) throws -> [String]? {
             guard let value = object[key] else { return nil }
             guard let list = value as? [String] else {
@@ -103,7 +103,7 @@ struct RegistrationMetadata {
         if let unknown = grantTypes.first(where: { !DevProviderConfiguration.allGrantTypes.contains($0) }) {
             throw Endpoints.invalidMetadata("The grant type \(unknown) is not supported.")
         }
-        if let unknown = scopes.first(where: { !DevProviderConfiguration.defaultScopes.contains($0) }) {
+        if let unknown = scopes.first(where: { !offered.contains($0) }) {
             throw Endpoints.invalidMetadata("The scope \(unknown) is not offered.")
         }
         if grantTypes.contains("authorization_code"), redirectURIs.isEmpty {

@@ -63,7 +63,7 @@ struct Endpoints: Sendable {
             },
             "subject_types_supported": ["public"],
             "id_token_signing_alg_values_supported": ["RS256", "ES256"],
-            "scopes_supported": DevProviderConfiguration.defaultScopes,
+            "scopes_supported": configuration.offeredScopes,
             "claims_supported": [
                 "iss", "sub", "aud", "exp", "iat", "auth_time", "nonce", "sid", "azp", "at_hash", "preferred_username",
                 "name", "email", "email_verified",

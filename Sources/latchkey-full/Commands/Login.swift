@@ -26,7 +26,7 @@ struct Login: AsyncParsableCommand {
     @Flag(name: .customLong("make-default"), help: "Make this account the default.") var makeDefault = false
     @Option(
         help:
-            "A resource (RFC 8707) this sign-in's grant is for, besides the provider's own (repeatable): `token --resource` then gets its tokens at providers that issue them only for resources named at sign-in."
+            "A resource (RFC 8707) this sign-in's grant is for, besides the provider's own (repeatable): `token --resource` then gets its tokens at providers that issue them only for resources named at sign-in. With no provider configured, the first one's authorization server is discovered (RFC 9728), a client registered there, and a provider added."
     )
     var resource: [String] = []
     @Option(help: "The scopes to ask for (space separated), instead of the provider's.") var scope: String?
@@ -49,8 +49,13 @@ struct Login: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // Nothing configured: the resource says where to sign in (RFC 9728).
+        var found: ResourceFirst?
+        if provider == nil, let first = resource.first, try await global.location.providers().isEmpty {
+            found = try await addProvider(discoveredFrom: first, home: global.location)
+        }
         let session = try await global.location.openStore()
-        let entry = try await session.home.provider(named: provider)
+        let entry = try await session.home.provider(named: found?.provider ?? provider)
         let client = try session.client(named: entry.name)
         if !(client is PingJourneyProvider), !passwordStdin, !browser, !device {
             throw CLIError.input("Choose one of --username U --password-stdin, --browser or --device.")
@@ -92,7 +97,7 @@ struct Login: AsyncParsableCommand {
                     named.isEmpty
                     ? nil
                     : openID.configuration.resources + named.filter { !openID.configuration.resources.contains($0) }
-                let scopes = scope.map { $0.split(separator: " ").map(String.init) }
+                let scopes = scope.map { $0.split(separator: " ").map(String.init) } ?? found?.scopes
                 // Ctrl-C cancels the sign-in: a grant the provider issued meanwhile is revoked.
                 credential = try await SignalDeferral.whileSigningIn {
                     try await openID.signIn(

@@ -1,0 +1,80 @@
+import ArgumentParser
+import Foundation
+import Latchkey
+import LatchkeyCommandLine
+import LatchkeyHTTP
+
+/// `latchkey login --resource URL` with no provider configured: the provider is found from the
+/// resource itself (RFC 9728) and a client is registered there (RFC 7591).
+extension Login {
+    /// What a resource-first sign-in found: the provider entry it added and the scopes the
+    /// resource asks for.
+    struct ResourceFirst {
+        var provider: String
+        var scopes: [String]
+    }
+
+    /// Discovers `resource`'s authorization server, registers a public client there and adds
+    /// it as a provider named after the server's host; says what it did on standard error.
+    func addProvider(discoveredFrom resource: String, home: Home) async throws -> ResourceFirst {
+        guard let url = URL(string: resource) else { throw CLIError.input("--resource must be a URL: \(resource)") }
+        let found: DiscoveredResource
+        do {
+            found = try await ResourceDiscovery(transport: AsyncHTTPClientTransport.shared, timeout: .seconds(15))
+                .discover(url)
+        } catch {
+            throw CLIError.failed(
+                "No provider is configured, and \(resource) does not say where to sign in for it: \(error.reason) Add its provider with `latchkey provider add NAME --issuer URL --client-id ID` and sign in with --provider NAME."
+            )
+        }
+        guard let server = found.authorizationServer else {
+            throw CLIError.failed("\(resource) names no authorization server.")
+        }
+        let name = try await freeProviderName(for: server, home: home)
+        let scopes = Self.scopes(for: found)
+        let registration = try RegistrationOptions.parse([])
+        let client = try await registration.register(
+            issuer: server.absoluteString, redirectURI: nil, scope: scopes.joined(separator: " "),
+            passwordGrant: passwordStdin)
+        var entry = ProviderEntry(
+            name: name, kind: .openid, clientID: client.clientID, issuer: server.absoluteString, scopes: scopes,
+            authMethod: client.clientSecret == nil ? "none" : nil, allowsPasswordGrant: passwordStdin ? true : nil,
+            resources: [found.metadata.resource.absoluteString])
+        if let secret = client.clientSecret {
+            entry.sealedClientSecret = try await home.openStorage().seal(
+                secret: secret, purpose: Home.secretPurpose(name))
+            entry.authMethod = client.authenticationMethod == "client_secret_post" ? "post" : "basic"
+        }
+        entry.registrationClientURI = client.registrationClientURI?.absoluteString
+        if let token = client.registrationAccessToken {
+            entry.sealedRegistrationAccessToken = try await home.openStorage().seal(
+                secret: token, purpose: ProviderEntry.registrationTokenPurpose(name))
+        }
+        try await home.saveProviders(try await home.providers() + [entry])
+        Output.note(
+            "\(resource) is served by \(server.absoluteString): registered client \(client.clientID) there and added provider \(name)."
+        )
+        return ResourceFirst(provider: name, scopes: scopes)
+    }
+
+    /// The scopes a resource-first sign-in asks for: OpenID's with a refresh token, and those the
+    /// resource names (its challenge's, else its metadata's).
+    static func scopes(for found: DiscoveredResource) -> [String] {
+        var scopes = ["openid", "offline_access"]
+        for scope in found.scopes where !scopes.contains(scope) { scopes.append(scope) }
+        return scopes
+    }
+
+    /// The server's host (and port, when it has one), made unique among the providers.
+    private func freeProviderName(for server: URL, home: Home) async throws -> String {
+        let base = [server.host, server.port.map(String.init)].compactMap { $0 }.joined(separator: "-")
+        let taken = Set(try await home.providers().map(\.name))
+        var name = base.isEmpty ? "resource" : base
+        var index = 2
+        while taken.contains(name) {
+            name = "\(base)-\(index)"
+            index += 1
+        }
+        return name
+    }
+}
