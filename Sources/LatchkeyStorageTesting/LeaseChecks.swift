@@ -18,17 +18,22 @@ enum LeaseChecks {
         try await storage.insert(alice)
         try await storage.insert(bob)
         let tracker = LeaseTracker()
+        let aliceEntered = ContractSignal()
         let bobEntered = ContractSignal()
         try await withThrowingTaskGroup { group in
             // Alice's first holder stays inside until Bob's holder is in: the two credentials'
-            // leases are independent.
+            // leases are independent. It is inside before the others start (tasks of a group
+            // start in no set order: had another of Alice's holders gone first, every one of
+            // Bob's could be done before this one got in, and the check would fail on timing).
             group.addTask {
                 try await storage.withCredentialLease(for: alice.id, terms: terms) { _ in
                     tracker.enter(alice.id)
+                    aliceEntered.signal()
                     await bobEntered.wait()
                     tracker.leave(alice.id)
                 }
             }
+            await aliceEntered.wait()
             for index in 0..<10 {
                 let id = index.isMultiple(of: 2) ? alice.id : bob.id
                 group.addTask {
