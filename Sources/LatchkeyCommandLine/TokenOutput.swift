@@ -20,6 +20,9 @@ package struct TokenValidity: Sendable, Hashable {
 /// What `latchkey token` prints.
 package enum TokenFormat: String, CaseIterable, Sendable {
     case token, json, export
+    /// A JSON object of HTTP headers (`{"Authorization": "Bearer …"}`), the shape MCP hosts'
+    /// header-helper hooks read.
+    case headers
 }
 
 /// A token with what the JSON and `export` formats tell of it.
@@ -70,6 +73,12 @@ package struct TokenDescription {
         if let resource { fields["resource"] = .string(resource.absoluteString) }
         if let resources = stored.resources { fields["grantResources"] = .array(resources.map(JSONValue.string)) }
         return fields
+    }
+
+    /// The HTTP headers a request with the token carries (a bearer token's: a DPoP-bound token
+    /// needs a proof for each request, which `latchkey api` and `latchkey proof` make).
+    package var headers: [String: JSONValue] {
+        ["Authorization": .string("Bearer \(token)")]
     }
 
     /// `export NAME='VALUE'` lines for `eval "$(latchkey token --format export)"`.

@@ -53,6 +53,7 @@ extension QuickCommand {
         case .token: Self.write(TerminalText.safe(value) + "\n")
         case .json: Self.write(TerminalText.json(description.fields) + "\n")
         case .export: Self.write(description.exportLines.map { TerminalText.safe($0) + "\n" }.joined())
+        case .headers: Self.write(TerminalText.json(description.headers) + "\n")
         }
         return .answered
     }

@@ -75,6 +75,7 @@ struct QuickCommand {
             // A value the full tool refuses, or `--json` with another format: its usage error.
             guard validity != .some(nil), format != .some(nil) else { return nil }
             if json, let format = format ?? nil, format != .json { return nil }
+            if format == .some(.headers), flags.contains("--id-token") { return nil }
             kind = .token(
                 account: positionals.first, minimumValidity: validity ?? nil, format: format ?? nil,
                 idToken: flags.contains("--id-token"))

@@ -42,6 +42,16 @@ struct CLIDPoPTests {
         return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
     }
 
+    @Test("--format headers refuses a bound token: no fixed headers carry a proof for each request")
+    func noFixedHeaders() async throws {
+        try await withBoundAccount { _, device in
+            let headers = try await device.run("token", "--format", "headers")
+            #expect(headers.status == 2, "\(headers.stdout)")
+            #expect(headers.stdout.isEmpty)
+            #expect(headers.stderr.contains("latchkey proof METHOD URL"))
+        }
+    }
+
     @Test("provider add --dpop binds the account's tokens; list says so; userinfo, token and refresh work")
     func bound() async throws {
         try await withBoundAccount { dev, device in

@@ -62,7 +62,7 @@ struct CLIQuickTests: DevProviderCLITest {
                 ["token"], ["token", "alice"], ["token", "alice@example.com"], ["token", "--json"],
                 ["token", "--format", "json"], ["token", "--format=export"], ["token", "--id-token"],
                 ["token", "--id-token", "--format", "json"], ["token", "--min-validity", "2m"],
-                ["--json", "token", "--format", "json"],
+                ["--json", "token", "--format", "json"], ["token", "--format", "headers"],
             ]
             for arguments in cases {
                 let quick = try await front.run(a, arguments)
@@ -126,6 +126,7 @@ struct CLIQuickTests: DevProviderCLITest {
                 ["token"], ["accounts"], ["token", "--force"], ["token", "--scope", "openid"], ["--version"],
                 ["token", "--format", "yaml"], ["token", "--json", "--format", "export"], ["token", "-h"],
                 ["--store", "postgres://nowhere/x", "token"], ["credential", "git", "erase"],
+                ["token", "--format", "headers", "--id-token"],
             ]
             for arguments in cases {
                 let alone = try await front.run(a, arguments, input: "protocol=https\nhost=h\npassword=p\n\n")

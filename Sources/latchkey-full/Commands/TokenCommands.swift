@@ -26,7 +26,10 @@ struct TokenCommand: AsyncParsableCommand {
     )
     var force = false
     @Flag(name: .customLong("id-token"), help: "The ID token instead (refreshed when needed).") var idToken = false
-    @Option(help: "token (the token alone), json (with its type, expiry, issuer, scope and account), or export.")
+    @Option(
+        help:
+            "token (the token alone), json (with its type, expiry, issuer, scope and account), export, or headers (a JSON object of HTTP headers, as MCP hosts' header helpers read)."
+    )
     var format: TokenFormat?
 
     func validate() throws {
@@ -38,6 +41,9 @@ struct TokenCommand: AsyncParsableCommand {
         }
         if force, resource != nil || scope != nil {
             throw ValidationError("--force refreshes the account's own tokens; leave out --resource and --scope.")
+        }
+        if format == .headers, idToken {
+            throw ValidationError("--format headers is for access tokens; leave out --id-token.")
         }
         if global.json, let format, format != .json {
             throw ValidationError("--json and --format \(format.rawValue) ask for two formats; give one.")
@@ -101,6 +107,13 @@ struct TokenCommand: AsyncParsableCommand {
         case .token: Output.line(token)
         case .json: Output.json(description.fields)
         case .export: for line in description.exportLines { Output.line(line) }
+        case .headers:
+            guard stored.dpop == nil else {
+                throw CLIError.input(
+                    "This token is bound to the account's key (DPoP): each request needs a proof of its own, which no fixed headers can carry. Use `latchkey api URL`, or `latchkey proof METHOD URL`."
+                )
+            }
+            Output.json(description.headers)
         }
         if !idToken, stored.dpop != nil, Output.errorIsTerminal {
             Output.note(
