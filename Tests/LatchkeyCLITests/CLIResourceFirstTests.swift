@@ -55,4 +55,35 @@ struct CLIResourceFirstTests {
         #expect(try await device.run("provider", "list", "--json").array.isEmpty)
         await dev.stop()
     }
+
+    @Test(
+        "api on a server never seen says what to run; after it, api reaches the resource; a missing scope names the login"
+    )
+    func apiSaysWhatToRun() async throws {
+        var configuration = DevProviderConfiguration.default
+        configuration.protectedResources = [.init(path: "/mcp"), .init(path: "/files", scopes: ["files:read"])]
+        let dev = try await DevProvider.start(configuration: configuration, signingKeys: SharedSigningKeys.get())
+        let device = try Device()
+        defer { device.cleanUp() }
+        let mcp = dev.issuer.appendingPathComponent("mcp").absoluteString
+        let first = try await device.run("api", mcp)
+        #expect(first.status == 2)
+        #expect(first.stderr.contains("takes tokens from \(dev.issuer.absoluteString)"), "\(first.stderr)")
+        #expect(first.stderr.contains("latchkey login --resource \(mcp)"))
+
+        let login = try await device.run(
+            arguments: ["login", "--resource", mcp, "--username", "alice", "--password-stdin"], input: "alice-password")
+        #expect(login.status == 0, "\(login.stderr)")
+        let reached = try await device.run("api", mcp)
+        #expect(reached.status == 0, "\(reached.stderr)")
+        #expect(reached.stdout.contains(#""username":"alice""#))
+
+        // The account's token lacks the scope /files needs: the login to run names it.
+        let files = dev.issuer.appendingPathComponent("files").absoluteString
+        let refused = try await device.run("api", files)
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("insufficient_scope"), "\(refused.stderr)")
+        #expect(refused.stderr.contains(#"latchkey login --resource \#(files) --scope "files:read""#))
+        await dev.stop()
+    }
 }

@@ -11,8 +11,8 @@ struct APIFailure: Sendable, Equatable {
     /// The one line, without the tool's `latchkey: ` prefix.
     var message: String
 
-    /// The summary of an answer whose status is `status`.
-    init(status: HTTPResponse.Status, headers: HTTPFields, body: Data) {
+    /// The summary of an answer whose status is `status`, to a request for `url`.
+    init(status: HTTPResponse.Status, headers: HTTPFields, body: Data, url: URL? = nil) {
         let challenges = AuthenticationChallenge.parse(headers[values: .wwwAuthenticate])
             .filter { ["bearer", "dpop"].contains($0.scheme) }
         let challenge = challenges.first { $0.error != nil } ?? challenges.first
@@ -23,7 +23,7 @@ struct APIFailure: Sendable, Equatable {
         var line = "HTTP \(status.code)\(status.reasonPhrase.isEmpty ? "" : " \(status.reasonPhrase)")"
         if let error { line += ": \(Self.short(error))" }
         if let description { line += error == nil ? ": \(Self.short(description))" : " (\(Self.short(description)))" }
-        if let hint = Self.hint(status: status.code, error: error, challenge: challenge, headers: headers) {
+        if let hint = Self.hint(status: status.code, error: error, challenge: challenge, headers: headers, url: url) {
             line += ". \(hint)"
         }
         message = line
@@ -31,8 +31,23 @@ struct APIFailure: Sendable, Equatable {
 
     /// What to do about it, when the status says.
     private static func hint(
-        status: Int, error: String?, challenge: AuthenticationChallenge?, headers: HTTPFields
+        status: Int, error: String?, challenge: AuthenticationChallenge?, headers: HTTPFields, url: URL?
     ) -> String? {
+        // A resource that says where its tokens come from (RFC 9728): sign in for it.
+        let login = url.map { "latchkey login --resource \(short(resourceIdentifier($0)))" } ?? "latchkey login"
+        switch (status, error) {
+        case (401, "use_dpop_nonce"):
+            break
+        case (401, _) where challenge?.parameters["resource_metadata"] != nil:
+            return
+                "The server names where its tokens come from (its resource metadata, RFC 9728): sign in for it with `\(login)`, then run this again"
+        case (403, "insufficient_scope") where challenge?.parameters["scope"] != nil && url != nil:
+            let scope = challenge?.parameters["scope"].map(short) ?? ""
+            return
+                "The token lacks a scope this request needs (it asks for: \(scope)): sign in for it with `\(login) --scope \"\(scope)\"`"
+        default:
+            break
+        }
         switch (status, error) {
         case (401, "use_dpop_nonce"):
             return
@@ -63,6 +78,16 @@ struct APIFailure: Sendable, Equatable {
             return text
         }
         return nil
+    }
+
+    /// The resource a request to `url` is for: the URL without its query and fragment.
+    static func resourceIdentifier(_ url: URL) -> String {
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else {
+            return url.absoluteString
+        }
+        components.query = nil
+        components.fragment = nil
+        return components.string ?? url.absoluteString
     }
 
     /// At most 200 characters of a server's text.

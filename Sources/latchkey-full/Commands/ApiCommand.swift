@@ -69,6 +69,9 @@ struct ApiCommand: AsyncParsableCommand {
         if body != nil, request.headerFields[.contentType] == nil {
             request.headerFields[.contentType] = "application/json"
         }
+        if account == nil, try await global.location.providers().isEmpty {
+            try await Self.sayWhereToSignIn(for: target)
+        }
         let context = try await global.account(account)
         let answer: HTTPTransportResponse
         do {
@@ -84,8 +87,27 @@ struct ApiCommand: AsyncParsableCommand {
         show(answer)
         guard (200..<300).contains(answer.response.status.code) else {
             throw CLIError.failed(
-                APIFailure(status: answer.response.status, headers: answer.response.headerFields, body: answer.body)
-                    .message)
+                APIFailure(
+                    status: answer.response.status, headers: answer.response.headerFields, body: answer.body,
+                    url: target
+                ).message)
+        }
+    }
+
+    /// With nothing configured: what to run for a server that says where its tokens come from
+    /// (RFC 9728), or that there is nothing to sign in to.
+    static func sayWhereToSignIn(for target: URL) async throws -> Never {
+        do {
+            let found = try await ResourceDiscovery(transport: AsyncHTTPClientTransport.shared, timeout: .seconds(15))
+                .discover(target)
+            let server = found.authorizationServer?.absoluteString ?? "its authorization server"
+            throw CLIError.input(
+                "No provider is configured. \(target.absoluteString) takes tokens from \(server) (RFC 9728): sign in for it with `latchkey login --resource \(found.metadata.resource.absoluteString)`, then run this again."
+            )
+        } catch let error as ResourceDiscoveryError {
+            throw CLIError.input(
+                "No provider is configured, and \(target.absoluteString) does not say where to sign in for it (\(error.reason)): add its provider with `latchkey provider add`."
+            )
         }
     }
 
