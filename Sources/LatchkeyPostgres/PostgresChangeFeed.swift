@@ -75,10 +75,10 @@ extension PostgresCredentialStorage {
                     let poll = await reader.poll(storage)
                     storage.readCache.withLockedValue { cache in
                         guard let poll else { return cache.lostFeed() }
-                        if poll.missed { cache.changed([nil]) }
-                        cache.changed(
-                            poll.rows.filter { $0.change != "default" }.map { $0.id.map(CredentialID.init(rawValue:)) })
-                        cache.polled(startedAt: poll.startedAt)
+                        cache.apply(
+                            changed: poll.rows.filter { $0.change != "default" }.map {
+                                $0.id.map(CredentialID.init(rawValue:))
+                            }, missed: poll.missed, first: poll.first, startedAt: poll.startedAt)
                     }
                     let pause = reader.failing ? Duration.seconds(1) : Self.changePollInterval
                     try? await Task.sleep(for: pause)
@@ -101,6 +101,8 @@ extension PostgresCredentialStorage {
         /// When the poll started: every change committed before then is in `rows` or was in an
         /// earlier poll's.
         var startedAt: ContinuousClock.Instant
+        /// The reader's first poll, which only found where the log ends.
+        var first = false
     }
 
     /// A reader of the log: where it is, and whether its last poll failed.
@@ -123,6 +125,7 @@ extension PostgresCredentialStorage {
                     cursor = next
                 } else {
                     cursor = ChangeLogCursor(after: try await storage.latestChange())
+                    result.first = true
                 }
                 if failing { storage.logger.info("change feed reads the log again") }
                 failing = false

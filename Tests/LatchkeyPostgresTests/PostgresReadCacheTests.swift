@@ -58,6 +58,23 @@ struct PostgresReadCacheTests {
         cache.changed([nil])
         #expect(cache.accessToken(bob.id, minimumValidity: 60, at: Date(), now: now) == nil, "an unnamed change")
     }
+
+    @Test(
+        "the first read of the log drops what was kept before it: it starts at the log's end and reads no earlier change"
+    )
+    func firstPollDrops() {
+        var cache = PostgresReadCache()
+        let alice = Self.credential("alice", token: "at-1")
+        cache.keep(alice, readAt: cache.epoch)
+        let now = ContinuousClock.now
+        cache.apply(changed: [], missed: false, first: true, startedAt: now)
+        #expect(cache.accessToken(alice.id, minimumValidity: 60, at: Date(), now: now) == nil)
+        cache.keep(alice, readAt: cache.epoch)
+        cache.apply(changed: [], missed: false, first: false, startedAt: now)
+        #expect(cache.accessToken(alice.id, minimumValidity: 60, at: Date(), now: now) == "at-1")
+        cache.apply(changed: [], missed: true, first: false, startedAt: now)
+        #expect(cache.accessToken(alice.id, minimumValidity: 60, at: Date(), now: now) == nil, "the log lost some")
+    }
 }
 
 @Suite("PostgreSQL read cache on a server", .enabled(if: PostgresServer.isEnabled))
@@ -83,8 +100,10 @@ struct PostgresReadCacheServerTests {
                 let first = try await a.add(Fixtures.token("alice"), accountClaims: Fixtures.claims("alice")).id
                 let token = try #require(try await storageA.credential(for: first)?.token.accessToken)
                 #expect(try await b.validAccessToken(for: first, minimumValidity: 60, at: Date()) == token)
-                // The first token asked for started B's reading of the log.
+                // The first token asked for started B's reading of the log; what B kept before
+                // that reading found the log's end is dropped, so it is read once more.
                 #expect(try await within(.seconds(2)) { b.servesFromMemory } != nil)
+                #expect(try await b.validAccessToken(for: first, minimumValidity: 60, at: Date()) == token)
                 // Removed behind the store's back (no log entry): B still answers, from memory.
                 try await client.query("DELETE FROM latchkey_credential WHERE id = \(first.rawValue)")
                 #expect(try await b.validAccessToken(for: first, minimumValidity: 60, at: Date()) == token)
@@ -112,6 +131,25 @@ struct PostgresReadCacheServerTests {
                 }
                 try await client.query("ALTER TABLE latchkey_change_away RENAME TO latchkey_change")
                 #expect(off != nil, "B answered from memory with no change feed")
+            }
+        }
+    }
+
+    @Test("a removal on A while B's reading of the log is only starting still stops B within the bound")
+    func removalWhileTheFeedStarts() async throws {
+        let url = try await PostgresServer.freshDatabase()
+        let key = SymmetricKey(size: .bits256)
+        try await PostgresServer.withStore(key: key, url: url) { a, _, _ in
+            try await PostgresServer.withStore(key: key, url: url) { _, b, _ in
+                let id = try await a.add(Fixtures.token("alice"), accountClaims: Fixtures.claims("alice")).id
+                // B's first token read starts its reading of the log; A removes the credential
+                // before that reading has found where the log ends.
+                #expect(try await b.validAccessToken(for: id, minimumValidity: 60, at: Date()) != nil)
+                _ = try await a.remove(id)
+                let stopped = try await within(.seconds(2)) {
+                    try await b.validAccessToken(for: id, minimumValidity: 60, at: Date()) == nil
+                }
+                #expect(stopped != nil, "B kept handing out a token removed before its feed found the log's end")
             }
         }
     }

@@ -28,6 +28,18 @@ package struct PostgresReadCache: Sendable {
     /// An empty cache, serving nothing until a poll completes.
     package init() {}
 
+    /// What a completed poll of the log found: the credentials it names as changed (`nil`: one
+    /// it does not name), whether the log no longer held everything since the last poll, and
+    /// whether it was the reader's first, which starts at the log's end and so reads none of
+    /// the changes made before it: what was kept before then is dropped.
+    package mutating func apply(
+        changed ids: [CredentialID?], missed: Bool, first: Bool, startedAt start: ContinuousClock.Instant
+    ) {
+        if first || missed { changed([nil]) }
+        changed(ids)
+        polled(startedAt: start)
+    }
+
     /// A poll of the log that started at `start` completed (its changes were given to
     /// ``changed(_:)`` before).
     package mutating func polled(startedAt start: ContinuousClock.Instant) {
