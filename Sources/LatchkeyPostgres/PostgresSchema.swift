@@ -200,19 +200,25 @@ enum PostgresSchema {
         }
     }
 
+    /// What PostgreSQL answers a `CREATE TABLE IF NOT EXISTS` that raced another creating the
+    /// same table (the statement is not atomic): a unique violation on the catalog (23505), the
+    /// relation (42P07) or its row type (42710) already existing. Each is raised only once the
+    /// other creator committed, so trying again finds the table.
+    static let lostCreationRace: Set<String> = ["23505", "42P07", "42710"]
+
     /// Creates the table of the schema's version unless it exists. Instances creating it at once
-    /// may meet PostgreSQL's unique violation on its catalog (`CREATE TABLE IF NOT EXISTS` is not
-    /// atomic): the loser tries again and finds it.
+    /// may lose PostgreSQL's race on its catalog (``lostCreationRace``): the loser tries again.
     private static func createSchemaTable(_ client: PostgresClient, logger: Logger) async throws {
-        for attempt in 1...3 {
+        let attempts = 5
+        for attempt in 1...attempts {
             do {
                 for try await _ in try await client.query(
                     "CREATE TABLE IF NOT EXISTS latchkey_schema (version integer NOT NULL)", logger: logger)
                 {}
                 return
-            } catch let error as PSQLError where attempt < 3 {
-                let state = error.serverInfo?[.sqlState] ?? ""
-                guard state == "23505" || state == "42P07" else { throw error }
+            } catch let error as PSQLError where attempt < attempts {
+                guard lostCreationRace.contains(error.serverInfo?[.sqlState] ?? "") else { throw error }
+                logger.debug("schema table created by another instance meanwhile; trying again")
             }
         }
     }
