@@ -26,6 +26,7 @@ let package = Package(
         .library(name: "LatchkeyPostgres", targets: ["LatchkeyPostgres"]),
         .library(name: "LatchkeyHTTP", targets: ["LatchkeyHTTP"]),
         .library(name: "LatchkeyURLRequest", targets: ["LatchkeyURLRequest"]),
+        .library(name: "LatchkeyMCP", targets: ["LatchkeyMCP"]),
         .library(name: "LatchkeyDevProvider", targets: ["LatchkeyDevProvider"]),
         .library(name: "LatchkeyHummingbird", targets: ["LatchkeyHummingbird"]),
         .library(name: "LatchkeyStorageTesting", targets: ["LatchkeyStorageTesting"]),
@@ -152,6 +153,19 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // An MCP stdio server that forwards to a remote MCP server with an account's token
+        // (`latchkey mcp-proxy`).
+        .target(
+            name: "LatchkeyMCP",
+            dependencies: [
+                "Latchkey", "LatchkeyHTTP",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
         // `URLRequest` support: on Linux it needs FoundationNetworking (libcurl and what it
         // links), which programs that do not use URLRequest should not load.
         .target(
@@ -226,6 +240,7 @@ let package = Package(
                 "LatchkeySQLite",
                 "LatchkeyPostgres",
                 "LatchkeyHTTP",
+                "LatchkeyMCP",
                 "LatchkeyDevProvider",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),

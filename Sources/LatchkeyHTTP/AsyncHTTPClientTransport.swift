@@ -70,6 +70,14 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     public func send(_ request: HTTPRequest, body: Data?, options: HTTPTransportOptions) async throws(TransportError)
         -> HTTPTransportResponse
     {
+        try await exchange(request, body: body, options: options, stream: nil)
+    }
+
+    /// Sends `request`; with a reader of `stream`, a 2xx answer that is an event stream is read
+    /// event by event into it, and returned with an empty body once the stream ends.
+    func exchange(
+        _ request: HTTPRequest, body: Data?, options: HTTPTransportOptions, stream: EventStreamReader?
+    ) async throws(TransportError) -> HTTPTransportResponse {
         guard let url = request.url else { throw TransportError(.invalidURL, "The request has no URL.") }
         var outgoing = HTTPClientRequest(url: url.absoluteString)
         outgoing.method = HTTPMethod(rawValue: request.method.rawValue)
@@ -87,17 +95,24 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
             return try await withThrowingTaskGroup(of: HTTPTransportResponse?.self) { group in
                 group.addTask { [client] in
                     let response = try await client.execute(request, deadline: deadline + TimeoutTimer.grace)
-                    let bytes = try await response.body.collect(upTo: options.maximumBodySize)
                     var fields = HTTPFields()
                     for header in response.headers {
                         if let name = HTTPField.Name(header.name) {
                             fields.append(HTTPField(name: name, value: header.value))
                         }
                     }
-                    let status = HTTPResponse.Status(code: Int(response.status.code))
-                    return HTTPTransportResponse(
-                        response: HTTPResponse(status: status, headerFields: fields),
-                        body: Data(bytes.readableBytesView))
+                    let head = HTTPResponse(
+                        status: HTTPResponse.Status(code: Int(response.status.code)), headerFields: fields)
+                    if let stream, head.status.kind == .successful, Self.isEventStream(head) {
+                        await stream.opened(head)
+                        var parser = ServerSentEventParser()
+                        for try await piece in response.body {
+                            for event in parser.consume(piece.readableBytesView) { await stream.event(event) }
+                        }
+                        return HTTPTransportResponse(response: head, body: Data())
+                    }
+                    let bytes = try await response.body.collect(upTo: options.maximumBodySize)
+                    return HTTPTransportResponse(response: head, body: Data(bytes.readableBytesView))
                 }
                 group.addTask {
                     try await TimeoutTimer.sleep(until: deadline)

@@ -1,0 +1,40 @@
+import Foundation
+import Latchkey
+
+/// What the proxy reads of a JSON-RPC message: only what the transport needs (whether it is a
+/// request, and its id; whether it answers one; the protocol version `initialize` agreed on).
+/// Nothing else of a message is looked at, and nothing of it is logged.
+struct JSONRPCPeek: Sendable, Hashable {
+    /// The message's id: a request's or a response's; `nil` for a notification.
+    var id: JSONValue?
+    /// The request's or notification's method; `nil` for a response.
+    var method: String?
+    /// The protocol version of a response to `initialize` (its `result.protocolVersion`).
+    var protocolVersion: String?
+
+    /// Whether the message is a request, which waits for an answer.
+    var isRequest: Bool { id != nil && method != nil }
+    /// Whether the message answers a request.
+    var isResponse: Bool { id != nil && method == nil }
+
+    /// Reads `message`; one that is not a JSON object (a batch, or not JSON) is peeked as a
+    /// notification: forwarded, never waited for.
+    init(_ message: Data) {
+        guard case .object(let object)? = try? JSONDecoder().decode(JSONValue.self, from: message) else { return }
+        id = object["id"].flatMap { $0 == .null ? nil : $0 }
+        method = object["method"]?.stringValue
+        if case .object(let result)? = object["result"] { protocolVersion = result["protocolVersion"]?.stringValue }
+    }
+
+    /// The JSON-RPC error answering the request `id`, with `message` (JSON-RPC 2.0 §5.1:
+    /// -32603, an internal error of the server the client talks to, which is this proxy).
+    static func error(answering id: JSONValue, message: String) -> Data {
+        let answer: JSONValue = .object([
+            "jsonrpc": .string("2.0"), "id": id,
+            "error": .object(["code": .number(-32_603), "message": .string(message)]),
+        ])
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes, .sortedKeys]
+        return (try? encoder.encode(answer)) ?? Data()
+    }
+}

@@ -1,0 +1,84 @@
+import ArgumentParser
+import Foundation
+import Latchkey
+import LatchkeyCommandLine
+import LatchkeyHTTP
+import LatchkeyMCP
+
+/// `latchkey mcp-proxy URL`: an MCP stdio server for a remote MCP server, with the account's
+/// token on every request.
+struct MCPProxyCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "mcp-proxy",
+        abstract: "Serve a remote MCP server over standard input and output, with the account's token.",
+        discussion: """
+            For an MCP host (an AI agent, an editor): give it `latchkey mcp-proxy URL` as the command of \
+            a stdio server. Each message it writes is sent to URL over Streamable HTTP with the \
+            account's token for the server (RFC 8707), each message the server sends back is written \
+            out as it arrives. Every proxy process shares the account's one refresh: a rotating \
+            refresh token is never replayed. A request that fails is answered with a JSON-RPC error \
+            that says why (and on standard error): sign in with `latchkey login --resource URL` first.
+
+            Exit status: 0 the client closed standard input; 1 the proxy could not start (no \
+            account, standard input not a pipe); 2 a usage error.
+            """)
+
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "The MCP server's URL (https; plain http to this machine only).") var url: String
+    @Option(
+        help: "An account id, username or email; the default account if left out.", completion: Completions.accounts)
+    var account: String?
+    @Option(help: "The resource whose token is sent (RFC 8707); the URL itself by default.") var resource: String?
+    @Option(help: "Narrow the token to these scopes (space separated).") var scope: String?
+    @Option(help: "Seconds one request may take, its answer's stream included.") var timeout: Int = 600
+
+    func validate() throws {
+        guard let target = URL(string: url), target.host != nil, ["http", "https"].contains(target.scheme) else {
+            throw ValidationError("The URL must be an http or https URL: \(url)")
+        }
+        guard EndpointSecurity.isAcceptable(target) else {
+            throw ValidationError("The token would travel in the clear: use https (plain http to this machine only).")
+        }
+        if let resource, !ResourceToken.isValidResource(resource) {
+            throw ValidationError("--resource must be an absolute URI without a fragment (RFC 8707): \(resource)")
+        }
+        guard timeout > 0 else { throw ValidationError("--timeout must be at least 1 second.") }
+    }
+
+    func run() async throws {
+        guard let endpoint = URL(string: url) else { throw CLIError.input("Not a URL: \(url)") }
+        let resource = URL(string: self.resource ?? url) ?? endpoint
+        if account == nil, try await global.location.providers().isEmpty {
+            try await ApiCommand.sayWhereToSignIn(for: endpoint)
+        }
+        let context = try await global.account(account)
+        let configuration = MCPProxy.Configuration(
+            endpoint: endpoint, resource: resource, scopes: scope.map { $0.split(separator: " ").map(String.init) },
+            requestTimeout: .seconds(timeout), explain: { Self.explain($0, resource: resource) },
+            report: { Output.error(Self.explain($0, resource: resource)) })
+        do {
+            try await MCPStandardIO.serve { deliver in
+                MCPProxy(configuration: configuration, credential: context.credential, deliver: deliver)
+            }
+        } catch let failure as MCPStandardIO.Failure {
+            throw CLIError.failed(failure.description)
+        }
+    }
+
+    /// What a failure tells the user, in the JSON-RPC error and on standard error: what happened
+    /// and the command that mends it.
+    static func explain(_ failure: MCPProxyFailure, resource: URL) -> String {
+        let login = "latchkey login --resource \(resource.absoluteString)"
+        switch failure.code {
+        case .insufficientScope:
+            let wanted = failure.scope.map { " --scope 'openid offline_access \($0)'" } ?? ""
+            return "\(failure) Sign in for it: `\(login)\(wanted)`."
+        case .tokenRefused, .signedOut:
+            return "\(failure) Sign in again: `\(login)`."
+        case .credential where failure.providerError?.requiresSignIn == true:
+            return "No token for \(failure.endpoint.absoluteString): the account must sign in again. Run `\(login)`."
+        default:
+            return failure.description
+        }
+    }
+}

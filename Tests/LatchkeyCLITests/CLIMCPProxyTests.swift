@@ -1,0 +1,133 @@
+import Foundation
+import LatchkeyDevProvider
+import LatchkeyTestSupport
+import Testing
+
+/// `latchkey mcp-proxy URL` between a real MCP client and a real OAuth-protected MCP server, both
+/// of the Python `mcp` SDK, with the development provider as the authorization server.
+@Suite("latchkey mcp-proxy with the Python MCP SDK's client and server")
+struct CLIMCPProxyTests {
+    /// A development provider on a clock the test moves, an MCP server whose tokens it issues,
+    /// and a device signed in for that server from its URL alone.
+    struct Setup {
+        let clock: TestClock
+        let dev: DevProvider
+        let server: PythonMCPServer
+        let device: Device
+
+        static func start(requiring scopes: [String] = [], loginScope: String? = nil, jsonResponse: Bool = false)
+            async throws -> Setup
+        {
+            let clock = TestClock()
+            var configuration = DevProviderConfiguration.default
+            // The provider offers the scopes the server needs (a resource of its own names them).
+            if !scopes.isEmpty { configuration.protectedResources = [.init(path: "/files", scopes: scopes)] }
+            let dev = try await DevProvider.start(
+                configuration: configuration, signingKeys: SharedSigningKeys.get(), now: { clock.date })
+            let server = try await PythonMCPServer.start(
+                issuer: dev.issuer, client: "latchkey-confidential", secret: "latchkey-confidential-secret",
+                requiring: scopes, jsonResponse: jsonResponse)
+            let device = try Device()
+            var login = [
+                "login", "--resource", server.endpoint.absoluteString, "--username", "alice", "--password-stdin",
+            ]
+            if let loginScope { login += ["--scope", loginScope] }
+            let signedIn = try await device.run(arguments: login, input: "alice-password")
+            #expect(signedIn.status == 0, "\(signedIn.stderr)")
+            return Setup(clock: clock, dev: dev, server: server, device: device)
+        }
+
+        func stop() async {
+            await server.stop()
+            await dev.stop()
+            device.cleanUp()
+        }
+    }
+
+    @Test(
+        "a real MCP client lists and calls the tools of a protected server through the proxy",
+        arguments: [false, true])
+    func listsAndCalls(jsonResponse: Bool) async throws {
+        // The server answers each POST with an event stream, or (jsonResponse) with one JSON body.
+        let setup = try await Setup.start(jsonResponse: jsonResponse)
+        let report = try await PythonMCPClient.run(device: setup.device, endpoint: setup.server.endpoint, calls: 3)
+        #expect(report.errors.isEmpty, "\(report.errors) \(report.stderr)")
+        #expect(report.tools == ["count", "echo", "whoami"])
+        #expect(report.answers == ["hello-0", "hello-1", "hello-2"])
+        #expect(report.whoami?.isEmpty == false, "the server saw alice's token")
+        #expect(report.status == 0)
+        #expect(!report.stderr.contains("eyJ"), "no token on standard error")
+        await setup.stop()
+    }
+
+    @Test(
+        "20 proxies call tools across 3 expiries: every call succeeds, one refresh per expiry, the rotating grant lives"
+    )
+    func twentyProxiesAcrossExpiries() async throws {
+        let setup = try await Setup.start()
+        let dev = setup.dev
+        let clients = 20
+        let calls = 12
+        var running: [ChildProcess] = []
+        for index in 0..<clients {
+            running.append(
+                try await PythonMCPClient.start(
+                    device: setup.device, endpoint: setup.server.endpoint, calls: calls, pause: 0.05,
+                    text: "client\(index)"))
+        }
+        // Each tool call is one introspection at the provider. Past a third of them, and past
+        // two thirds, and near the end, the provider's clock moves beyond the access tokens'
+        // lifetime: every proxy's next call meets a 401 at once.
+        let total = clients * calls
+        for fraction in [3, 2] {
+            let mark = total - total / fraction
+            while dev.faults.count("introspection") < mark { try await Task.sleep(for: .milliseconds(20)) }
+            setup.clock.advance(by: .seconds(dev.configuration.accessTokenLifetime + 1))
+        }
+        while dev.faults.count("introspection") < total - clients { try await Task.sleep(for: .milliseconds(20)) }
+        setup.clock.advance(by: .seconds(dev.configuration.accessTokenLifetime + 1))
+        var answered = 0
+        for (index, process) in running.enumerated() {
+            let report = try await PythonMCPClient.report(of: process)
+            #expect(report.errors.isEmpty, "client \(index): \(report.errors) \(report.stderr)")
+            #expect(report.answers == (0..<calls).map { "client\(index)-\($0)" })
+            answered += report.answers.count
+        }
+        #expect(answered == total)
+        // One refresh per expiry, never one per process (the first token is the sign-in's own,
+        // issued for this resource).
+        #expect(dev.faults.count("token.refresh_token") == 3)
+        #expect(await dev.liveGrants(of: "alice") == 1, "no refresh token was replayed: the grant lives")
+        await setup.stop()
+    }
+
+    @Test("after a sign-out, a running proxy answers each call with an error that says to sign in, and exits")
+    func signOutEndsTheProxies() async throws {
+        let setup = try await Setup.start()
+        let client = try await PythonMCPClient.start(
+            device: setup.device, endpoint: setup.server.endpoint, calls: 30, pause: 0.1)
+        while setup.dev.faults.count("introspection") < 5 { try await Task.sleep(for: .milliseconds(20)) }
+        let signOut = try await setup.device.run("signout", "--yes")
+        #expect(signOut.status == 0, "\(signOut.stderr)")
+        let report = try await PythonMCPClient.report(of: client)
+        #expect(report.status == 0, "the client ended: no call hung")
+        #expect(!report.errors.isEmpty)
+        #expect(report.answers.count + report.errors.count == 31, "every call answered, the last whoami included")
+        for error in report.errors {
+            #expect(error.contains("latchkey login --resource \(setup.server.endpoint.absoluteString)"), "\(error)")
+        }
+        #expect(await setup.dev.liveGrants(of: "alice") == 0, "the sign-out ended the grant")
+        await setup.stop()
+    }
+
+    @Test("a server that needs a scope the token lacks: the call's error names it and the login to run")
+    func insufficientScope() async throws {
+        let setup = try await Setup.start(requiring: ["files:write"], loginScope: "openid offline_access")
+        let report = try await PythonMCPClient.run(device: setup.device, endpoint: setup.server.endpoint, calls: 0)
+        #expect(report.tools.isEmpty)
+        let error = try #require(report.errors.first ?? report.stderr.split(separator: "\n").last.map(String.init))
+        #expect(error.contains("files:write") || report.stderr.contains("files:write"), "\(report.stderr)")
+        #expect(report.stderr.contains("latchkey login --resource \(setup.server.endpoint.absoluteString)"))
+        await setup.stop()
+    }
+}

@@ -1,0 +1,87 @@
+import Foundation
+import LatchkeyTestSupport
+import Testing
+
+/// The project's scripts folder, found from this file's place in the package.
+enum Scripts {
+    static var folder: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("scripts")
+    }
+
+    static func python(_ script: String) -> (URL, [String]) {
+        (URL(fileURLWithPath: "/usr/bin/env"), ["python3", folder.appendingPathComponent(script).path])
+    }
+}
+
+/// An OAuth-protected MCP server of the Python `mcp` SDK (`scripts/mcp/protected_server.py`)
+/// on loopback, whose tokens come from the authorization server at `issuer`.
+struct PythonMCPServer {
+    let process: ChildProcess
+    let endpoint: URL
+
+    static func start(
+        issuer: URL, client: String, secret: String, requiring scopes: [String] = [], jsonResponse: Bool = false
+    ) async throws -> PythonMCPServer {
+        let (python, arguments) = Scripts.python("mcp/protected_server.py")
+        var options = ["--issuer", issuer.absoluteString, "--client", client, "--secret", secret]
+        for scope in scopes { options += ["--scope", scope] }
+        if jsonResponse { options.append("--json-response") }
+        let process = try await ChildProcess.start(python, arguments + options)
+        let first = try await process.standardOutput(until: { $0.contains("\n") })
+        let line = try #require(first.split(separator: "\n").first.map(String.init), "the MCP server printed no URL")
+        return PythonMCPServer(process: process, endpoint: try #require(URL(string: line)))
+    }
+
+    func stop() async {
+        process.send(signal: SIGTERM)
+        _ = try? await process.finish()
+    }
+}
+
+/// A real MCP client (the Python `mcp` SDK's stdio client, `scripts/mcp/client.py`) that starts
+/// `latchkey mcp-proxy` as its server, lists the tools and calls them.
+struct PythonMCPClient {
+    /// What one client run reports.
+    struct Report {
+        var tools: [String]
+        var answers: [String]
+        var errors: [String]
+        var whoami: String?
+        var stderr: String
+        var status: Int32
+    }
+
+    /// Starts a client of `latchkey --home HOME mcp-proxy URL PROXY_ARGUMENTS`.
+    static func start(
+        device: Device, endpoint: URL, calls: Int, pause: Double = 0, text: String = "hello",
+        proxyArguments: [String] = []
+    ) async throws -> ChildProcess {
+        let (python, arguments) = Scripts.python("mcp/client.py")
+        let client = [
+            "--calls", "\(calls)", "--pause", "\(pause)", "--text", text, "--", CLI.binary.path, "--home", device.path,
+            "mcp-proxy", endpoint.absoluteString,
+        ]
+        return try await ChildProcess.start(python, arguments + client + proxyArguments, environment: CLI.environment())
+    }
+
+    static func report(of process: ChildProcess) async throws -> Report {
+        let result = try await process.finish()
+        let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
+        let report = try #require(object, "the client printed no report: \(result.stderr)")
+        return Report(
+            tools: report["tools"] as? [String] ?? [], answers: report["answers"] as? [String] ?? [],
+            errors: report["errors"] as? [String] ?? [], whoami: report["whoami"] as? String, stderr: result.stderr,
+            status: result.status)
+    }
+
+    static func run(
+        device: Device, endpoint: URL, calls: Int, pause: Double = 0, text: String = "hello",
+        proxyArguments: [String] = []
+    ) async throws -> Report {
+        try await report(
+            of: start(
+                device: device, endpoint: endpoint, calls: calls, pause: pause, text: text,
+                proxyArguments: proxyArguments))
+    }
+}
