@@ -102,6 +102,49 @@ struct CLIBrowserTests {
         }
     }
 
+    @Test(
+        "mcp-proxy with Glewlwyd as the MCP server's authorization server: signed in for the server on Glewlwyd's page, a real MCP client calls its tools"
+    )
+    func glewlwydMCPProxy() async throws {
+        try await AsyncGate.glewlwyd.run {
+            let environment = try #require(
+                providerEnvironment("glewlwyd", variable: "LATCHKEY_GLEWLWYD_ENV"), "Glewlwyd is not running")
+            let issuer = try #require((environment["issuer"] as? String).flatMap(URL.init(string:)))
+            // Glewlwyd issues tokens for the resources it knows: the server listens where it says.
+            let server = try await PythonMCPServer.start(
+                issuer: issuer, client: "latchkey-confidential", secret: "latchkey-confidential-secret", port: 8773)
+            let device = try Device()
+            defer { device.cleanUp() }
+            let added = try await device.run(
+                arguments: [
+                    "provider", "add", "glewlwyd", "--issuer", issuer.absoluteString, "--client-id",
+                    "latchkey-confidential", "--client-secret-stdin", "--auth-method", "basic",
+                ],
+                input: "latchkey-confidential-secret")
+            #expect(added.status == 0, "\(added.stderr)")
+            let endpoint = server.endpoint.absoluteString
+            try await Self.signIn(
+                on: device, name: "glewlwyd-mcp",
+                extra: [
+                    "--redirect-port", "8765", "--resource", endpoint, "--scope", "openid profile email offline_access",
+                ]
+            ) { browser in
+                try await browser.type("alice", into: "#username")
+                try await browser.type("alice-password", into: "#password")
+                try await browser.click("#loginbut")
+                try await browser.click("button[title='Continue to client application']")
+            }
+            let report = try await PythonMCPClient.run(device: device, endpoint: server.endpoint, calls: 3)
+            #expect(report.errors.isEmpty, "\(report.errors) \(report.stderr)")
+            #expect(report.tools == ["count", "echo", "whoami"])
+            #expect(report.answers == ["hello-0", "hello-1", "hello-2"])
+            #expect(report.whoami?.isEmpty == false, "Glewlwyd's introspection named the token's subject")
+            let token = try await device.run("token", "--resource", endpoint, "--format", "json")
+            #expect(token.object["resource"] as? String == endpoint, "the proxy's token was the resource's")
+            await server.stop()
+        }
+    }
+
     /// Runs `latchkey login --browser` with a `$BROWSER` that hands the URL over, opens it in
     /// Chromium, lets `fill` sign in on the provider's page, and checks the CLI's page and exit.
     static func signIn(

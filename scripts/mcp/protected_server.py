@@ -3,8 +3,10 @@
 Latchkey's tests of `latchkey mcp-proxy`.
 
     protected_server.py --issuer URL --client ID --secret SECRET [--scope S]... [--json-response]
+                        [--port P]
 
-It serves `/mcp` on a free loopback port and prints the endpoint's URL as its first line. Its
+It serves `/mcp` on a free loopback port (or `--port`: an authorization server that issues
+tokens only for resources it knows, as Glewlwyd does, knows `http://127.0.0.1:8773/mcp`) and prints the endpoint's URL as its first line. Its
 tokens come from the authorization server at `--issuer` (the development provider or Glewlwyd):
 each is checked by that server's introspection (RFC 7662), with the client `--client`. The SDK
 publishes the Protected Resource Metadata (RFC 9728) and answers a missing token with a 401
@@ -71,12 +73,13 @@ def main():
     parser.add_argument("--secret", required=True)
     parser.add_argument("--scope", action="append", default=[])
     parser.add_argument("--json-response", action="store_true")
+    parser.add_argument("--port", type=int, default=0)
     arguments = parser.parse_args()
 
     metadata = fetch_json(arguments.issuer.rstrip("/") + "/.well-known/openid-configuration")
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(("127.0.0.1", 0))
+    listener.bind(("127.0.0.1", arguments.port))
     port = listener.getsockname()[1]
     endpoint = f"http://127.0.0.1:{port}/mcp"
 

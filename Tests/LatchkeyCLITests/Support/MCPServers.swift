@@ -21,12 +21,14 @@ struct PythonMCPServer {
     let endpoint: URL
 
     static func start(
-        issuer: URL, client: String, secret: String, requiring scopes: [String] = [], jsonResponse: Bool = false
+        issuer: URL, client: String, secret: String, requiring scopes: [String] = [], jsonResponse: Bool = false,
+        port: Int = 0
     ) async throws -> PythonMCPServer {
         let (python, arguments) = Scripts.python("mcp/protected_server.py")
         var options = ["--issuer", issuer.absoluteString, "--client", client, "--secret", secret]
         for scope in scopes { options += ["--scope", scope] }
         if jsonResponse { options.append("--json-response") }
+        if port != 0 { options += ["--port", "\(port)"] }
         let process = try await ChildProcess.start(python, arguments + options)
         let first = try await process.standardOutput(until: { $0.contains("\n") })
         let line = try #require(first.split(separator: "\n").first.map(String.init), "the MCP server printed no URL")
