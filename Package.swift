@@ -271,7 +271,8 @@ let package = Package(
         .executableTarget(
             name: "latchkey-bench",
             dependencies: [
-                "Latchkey", "LatchkeySQLite", "LatchkeyPostgres", "LatchkeyHTTP", "LatchkeyDevProvider",
+                "Latchkey", "LatchkeySQLite", "LatchkeyPostgres", "LatchkeyHTTP", "LatchkeyDevProvider", "LatchkeyMCP",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 "LatchkeyStorageTesting",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),

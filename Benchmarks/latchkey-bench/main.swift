@@ -28,7 +28,7 @@ struct Figure: Encodable {
 let arguments = CommandLine.arguments
 let asJSON = arguments.contains("--json")
 let quick = arguments.contains("--quick")
-/// `--only SECTION` (provider, locks, dpop, hotpath, store, cli, web, postgres, peers): that section alone.
+/// `--only SECTION` (provider, locks, dpop, mcp, hotpath, store, cli, web, postgres, peers): that section alone.
 let only = arguments.firstIndex(of: "--only").flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil }
 func runs(_ section: String) -> Bool { only == nil || only == section }
 var figures: [Figure] = []
@@ -231,6 +231,7 @@ if runs("provider") {
 
 if runs("locks") { await lockFigures() }
 if runs("dpop") { try await dpopFigures() }
+if runs("mcp") { try await mcpFigures() }
 if runs("hotpath") { try await hotPathFigures() }
 
 if runs("store") {
