@@ -25,6 +25,28 @@ struct CLIBrowserTests {
         await dev.stop()
     }
 
+    @Test("api --login on a server never seen: it signs in for the server in the browser, then answers with its body")
+    func apiLogin() async throws {
+        var configuration = DevProviderConfiguration.default
+        configuration.protectedResources = [.init(path: "/mcp")]
+        let dev = try await DevProvider.start(configuration: configuration, signingKeys: SharedSigningKeys.get())
+        let device = try Device()
+        defer { device.cleanUp() }
+        let resource = dev.issuer.appendingPathComponent("mcp").absoluteString
+        let answered = try await Self.signIn(
+            on: device, name: "api-login", extra: [], command: ["api", "--login", resource]
+        ) { browser in
+            try await browser.type("alice", into: "input[name=username]")
+            try await browser.type("alice-password", into: "input[name=password]")
+            try await browser.click("button[type=submit]")
+        }
+        #expect(answered.stdout.contains(#""username":"alice""#), "standard output is the answer: \(answered.stdout)")
+        #expect(!answered.stdout.contains("Signed in"))
+        #expect(answered.stderr.contains("Signed in as"), "\(answered.stderr)")
+        #expect(answered.stderr.contains("is served by \(dev.issuer.absoluteString)"))
+        await dev.stop()
+    }
+
     @Test("Glewlwyd's login web app, in Chromium, to the CLI's page")
     func glewlwyd() async throws {
         try await AsyncGate.glewlwyd.run {
@@ -147,29 +169,32 @@ struct CLIBrowserTests {
 
     /// Runs `latchkey login --browser` with a `$BROWSER` that hands the URL over, opens it in
     /// Chromium, lets `fill` sign in on the provider's page, and checks the CLI's page and exit.
+    /// `command` replaces `login --browser --timeout 120 EXTRA` for another command that signs in
+    /// through the browser; what the command printed is returned.
+    @discardableResult
     static func signIn(
-        on device: Device, name: String, extra: [String], fill: (WebDriver.Session) async throws -> Void
-    ) async throws {
+        on device: Device, name: String, extra: [String], command: [String]? = nil,
+        fill: (WebDriver.Session) async throws -> Void
+    ) async throws -> ChildProcess.Result {
+        let arguments = command ?? ["login", "--browser", "--timeout", "120"] + extra
         do {
-            try await signInOnce(on: device, name: name, extra: extra, fill: fill)
+            return try await signInOnce(on: device, name: name, arguments: arguments, fill: fill)
         } catch  where "\(error)".contains("Connection refused") {
             // chromedriver stopped listening (seen about once in ten runs of the whole suite on a
             // loaded two-core machine, never alone): the whole sign-in once more, from a new
             // login and a new chromedriver. A second failure fails the test.
             print("chromedriver refused the connection (\(error)); signing in once more")
-            try await signInOnce(on: device, name: name, extra: extra, fill: fill)
+            return try await signInOnce(on: device, name: name, arguments: arguments, fill: fill)
         }
     }
 
     private static func signInOnce(
-        on device: Device, name: String, extra: [String], fill: (WebDriver.Session) async throws -> Void
-    ) async throws {
+        on device: Device, name: String, arguments: [String], fill: (WebDriver.Session) async throws -> Void
+    ) async throws -> ChildProcess.Result {
         let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         let system = try RecordingBrowser(in: folder)
-        let login = try await CLI.start(
-            ["--home", device.path, "login", "--browser", "--timeout", "120"] + extra,
-            environment: ["BROWSER": system.command])
+        let login = try await CLI.start(["--home", device.path] + arguments, environment: ["BROWSER": system.command])
 
         let driver = try await WebDriver.start()
         let browser: WebDriver.Session
@@ -205,6 +230,7 @@ struct CLIBrowserTests {
         await driver.stop()
         let finished = try await login.finish()
         #expect(finished.status == 0, "\(finished.stderr)")
+        return finished
     }
 
     /// Writes the screenshot beside the build and names it in the test log.

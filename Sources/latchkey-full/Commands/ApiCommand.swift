@@ -38,6 +38,11 @@ struct ApiCommand: AsyncParsableCommand {
     var account: String?
     @Option(help: "Use a token for this resource alone (RFC 8707).") var resource: String?
     @Option(help: "Use a token for these scopes only (space separated).") var scope: String?
+    @Flag(
+        help:
+            "With no provider configured: sign in for the server first, through the browser, as `login --resource` does (the server must say where its tokens come from, RFC 9728)."
+    )
+    var login = false
 
     func validate() throws {
         guard let target = URL(string: url), target.host != nil, ["http", "https"].contains(target.scheme) else {
@@ -70,7 +75,8 @@ struct ApiCommand: AsyncParsableCommand {
             request.headerFields[.contentType] = "application/json"
         }
         if account == nil, try await global.location.providers().isEmpty {
-            try await Self.sayWhereToSignIn(for: target)
+            guard login else { try await Self.sayWhereToSignIn(for: target) }
+            try await signIn(for: target)
         }
         let context = try await global.account(account)
         let answer: HTTPTransportResponse
@@ -97,18 +103,32 @@ struct ApiCommand: AsyncParsableCommand {
     /// With nothing configured: what to run for a server that says where its tokens come from
     /// (RFC 9728), or that there is nothing to sign in to.
     static func sayWhereToSignIn(for target: URL) async throws -> Never {
+        let found = try await discovered(target)
+        let server = found.authorizationServer?.absoluteString ?? "its authorization server"
+        throw CLIError.input(
+            "No provider is configured. \(target.absoluteString) takes tokens from \(server) (RFC 9728): sign in for it with `latchkey login --resource \(found.metadata.resource.absoluteString)` (or run this with --login), then run this again."
+        )
+    }
+
+    /// What `target` says of itself (RFC 9728); a usage error when it says nothing.
+    static func discovered(_ target: URL) async throws -> DiscoveredResource {
         do {
-            let found = try await ResourceDiscovery(transport: AsyncHTTPClientTransport.shared, timeout: .seconds(15))
+            return try await ResourceDiscovery(transport: AsyncHTTPClientTransport.shared, timeout: .seconds(15))
                 .discover(target)
-            let server = found.authorizationServer?.absoluteString ?? "its authorization server"
-            throw CLIError.input(
-                "No provider is configured. \(target.absoluteString) takes tokens from \(server) (RFC 9728): sign in for it with `latchkey login --resource \(found.metadata.resource.absoluteString)`, then run this again."
-            )
-        } catch let error as ResourceDiscoveryError {
+        } catch {
             throw CLIError.input(
                 "No provider is configured, and \(target.absoluteString) does not say where to sign in for it (\(error.reason)): add its provider with `latchkey provider add`."
             )
         }
+    }
+
+    /// `--login`: signs in for the resource `target` names, through the browser, saying so on
+    /// standard error (standard output is the answer's).
+    private func signIn(for target: URL) async throws {
+        let resource = try await Self.discovered(target).metadata.resource.absoluteString
+        var login = try await Login.asyncParse(["--resource", resource, "--browser"])
+        login.global = global
+        Output.note(try await login.signIn().sentence)
     }
 
     private func show(_ answer: HTTPTransportResponse) {

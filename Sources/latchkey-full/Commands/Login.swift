@@ -49,9 +49,33 @@ struct Login: AsyncParsableCommand {
     }
 
     func run() async throws {
+        let signedIn = try await signIn()
+        Output.report(
+            global, signedIn.sentence,
+            [
+                "id": .string(signedIn.id.rawValue), "account": .string(signedIn.name),
+                "isDefault": .bool(signedIn.isDefault),
+            ])
+    }
+
+    /// Who a sign-in signed in.
+    struct SignedIn {
+        var id: CredentialID
+        var name: String
+        var isDefault: Bool
+
+        var sentence: String { "Signed in as \(name) (account \(id))\(isDefault ? ", the default account" : "")." }
+    }
+
+    /// Signs the account in (adding its provider first when a resource names it), saying
+    /// nothing on standard output: `api --login` keeps that for the answer.
+    func signIn() async throws -> SignedIn {
         // Nothing configured: the resource says where to sign in (RFC 9728).
         var found: ResourceFirst?
         if provider == nil, let first = resource.first, try await global.location.providers().isEmpty {
+            guard passwordStdin || browser || device else {
+                throw CLIError.input("Choose one of --username U --password-stdin, --browser or --device.")
+            }
             found = try await addProvider(discoveredFrom: first, home: global.location)
         }
         let session = try await global.location.openStore()
@@ -135,10 +159,7 @@ struct Login: AsyncParsableCommand {
             throw CLIError.failed("The credential could not be read back: \(error)")
         }
         let isDefault = try await session.defaultAccountID() == stored.id
-        let name = stored.metadata.displayName ?? stored.id.rawValue
-        Output.report(
-            global, "Signed in as \(name) (account \(stored.id))\(isDefault ? ", the default account" : "").",
-            ["id": .string(stored.id.rawValue), "account": .string(name), "isDefault": .bool(isDefault)])
+        return SignedIn(id: stored.id, name: stored.metadata.displayName ?? stored.id.rawValue, isDefault: isDefault)
     }
 
     /// Walks the provider's journey to its end, answering each page with `prompts`.
