@@ -1,9 +1,11 @@
 import Foundation
 import HTTPTypes
+import Hummingbird
 import Latchkey
 import LatchkeyDevProvider
 import LatchkeyHTTP
 import LatchkeyTestSupport
+import NIOConcurrencyHelpers
 import Testing
 
 /// `latchkey login --resource URL` with nothing configured: the resource says where to sign in
@@ -37,6 +39,72 @@ struct CLIResourceFirstTests {
         let answer = try await AsyncHTTPClientTransport.shared.send(request, body: nil, options: HTTPTransportOptions())
         #expect(answer.response.status == .ok, "the resource needs files:read, which the resource named")
         #expect(String(decoding: answer.body, as: UTF8.self).contains("files:read"))
+        await dev.stop()
+    }
+
+    @Test(
+        "a client id that is a metadata document's URL: no registration, the provider fetches the document, the sign-in and the resource work"
+    )
+    func clientIDMetadataDocument() async throws {
+        var configuration = DevProviderConfiguration.default
+        configuration.protectedResources = [.init(path: "/mcp")]
+        let dev = try await DevProvider.start(configuration: configuration, signingKeys: SharedSigningKeys.get())
+        let device = try Device()
+        defer { device.cleanUp() }
+        // The client's document, published at the URL that is its id.
+        let documentURL = NIOLockedValueBox("")
+        let fetched = NIOLockedValueBox(0)
+        let publisher = try await LoopbackServer.start(
+            CallbackResponder<BasicRequestContext> { _, _ in
+                fetched.withLockedValue { $0 += 1 }
+                let id = documentURL.withLockedValue { $0 }
+                let document: [String: Any] = [
+                    "client_id": id, "client_name": "latchkey test", "redirect_uris": ["http://127.0.0.1/callback"],
+                    "grant_types": ["authorization_code", "refresh_token", "password"],
+                    "token_endpoint_auth_method": "none", "scope": "openid offline_access",
+                ]
+                let body = try JSONSerialization.data(withJSONObject: document)
+                return Response(
+                    status: .ok, headers: [.contentType: "application/json"],
+                    body: .init(byteBuffer: ByteBuffer(bytes: body)))
+            })
+        let clientID = "http://127.0.0.1:\(publisher.port)/client.json"
+        documentURL.withLockedValue { $0 = clientID }
+        let resource = dev.issuer.appendingPathComponent("mcp").absoluteString
+
+        let login = try await device.run(
+            arguments: [
+                "login", "--resource", resource, "--client-id", clientID, "--username", "alice", "--password-stdin",
+            ], input: "alice-password")
+        #expect(login.status == 0, "\(login.stderr)")
+        #expect(login.stderr.contains("using client \(clientID)"), "\(login.stderr)")
+        #expect(fetched.withLockedValue { $0 } == 1, "the provider fetched the document once")
+        let providers = try await device.run("provider", "list", "--json")
+        #expect(providers.array.first?["clientId"] as? String == clientID, "no client was registered")
+        let reached = try await device.run("api", resource)
+        #expect(reached.status == 0, "\(reached.stderr)")
+        #expect(reached.stdout.contains(#""username":"alice""#))
+        await publisher.stop()
+        await dev.stop()
+    }
+
+    @Test("a URL client id at a provider that fetches no metadata documents is refused before anything is added")
+    func clientIDMetadataDocumentUnsupported() async throws {
+        var configuration = DevProviderConfiguration.default
+        configuration.protectedResources = [.init(path: "/mcp")]
+        let dev = try await DevProvider.start(configuration: configuration, signingKeys: SharedSigningKeys.get())
+        dev.faults.set(
+            DevProviderFault(replacedFields: ["client_id_metadata_document_supported": "false"]), for: .discovery)
+        let device = try Device()
+        defer { device.cleanUp() }
+        let login = try await device.run(
+            arguments: [
+                "login", "--resource", dev.issuer.appendingPathComponent("mcp").absoluteString, "--client-id",
+                "https://tool.example/client.json", "--username", "alice", "--password-stdin",
+            ], input: "alice-password")
+        #expect(login.status == 1)
+        #expect(login.stderr.contains("does not fetch client metadata documents"), "\(login.stderr)")
+        #expect(try await device.run("provider", "list", "--json").array.isEmpty)
         await dev.stop()
     }
 

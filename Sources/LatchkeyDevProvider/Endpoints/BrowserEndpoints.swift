@@ -12,6 +12,12 @@ extension Endpoints {
     func authorize(_ request: Request, _ context: ProviderContext) async throws -> Response {
         let parameters = try await Parameters.of(request)
         // Errors about the client or the redirect URI are shown, never redirected (§4.1.2.1).
+        do {
+            try await adoptClient(named: try? parameters["client_id"])
+        } catch let failure as OAuthFailure {
+            return Reply.html(
+                "<h1>Unknown client</h1><p>\(Reply.escape(failure.description))</p>", status: .badRequest)
+        }
         guard let clientID = try? parameters["client_id"], let client = state.clients.client(clientID) else {
             return Reply.html(
                 "<h1>Unknown client</h1><p>client_id is missing or not registered.</p>", status: .badRequest)

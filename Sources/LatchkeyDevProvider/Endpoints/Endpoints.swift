@@ -75,6 +75,7 @@ struct Endpoints: Sendable {
             "dpop_signing_alg_values_supported": ["ES256"],
             "prompt_values_supported": ["none", "login", "consent"],
             "authorization_response_iss_parameter_supported": true,
+            "client_id_metadata_document_supported": true,
             "frontchannel_logout_supported": false,
         ]
         return Reply.document(
@@ -105,6 +106,7 @@ struct Endpoints: Sendable {
     func token(_ request: Request, _ context: ProviderContext) async throws -> Response {
         guard request.method == .post else { throw OAuthFailure.invalidRequest("The token endpoint takes POST.") }
         let form = try await Parameters.of(request)
+        try await adoptClient(named: try form["client_id"])
         let client = try ClientAuthentication.authenticate(request, form, clients: state.clients)
         let grantType = try form.required("grant_type")
         faults.increment("token.\(grantType)")
@@ -173,6 +175,7 @@ struct Endpoints: Sendable {
     func revocation(_ request: Request, _ context: ProviderContext) async throws -> Response {
         guard request.method == .post else { throw OAuthFailure.invalidRequest("The revocation endpoint takes POST.") }
         let form = try await Parameters.of(request)
+        try await adoptClient(named: try form["client_id"])
         let client = try ClientAuthentication.authenticate(request, form, clients: state.clients)
         let token = try form.required("token")
         _ = try form["token_type_hint"]  // a hint only: every kind of token is looked up
@@ -249,6 +252,7 @@ struct Endpoints: Sendable {
     func deviceAuthorization(_ request: Request, _ context: ProviderContext) async throws -> Response {
         guard request.method == .post else { throw OAuthFailure.invalidRequest("Device authorization takes POST.") }
         let form = try await Parameters.of(request)
+        try await adoptClient(named: try form["client_id"])
         let client = try ClientAuthentication.authenticate(request, form, clients: state.clients)
         guard client.grantTypes.contains("urn:ietf:params:oauth:grant-type:device_code") else {
             throw OAuthFailure.unauthorizedClient("The client may not use the device grant.")

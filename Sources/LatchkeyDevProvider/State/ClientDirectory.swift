@@ -1,10 +1,12 @@
 import NIOConcurrencyHelpers
 
-/// The clients the provider knows: those of its configuration, and those registered through
-/// its registration endpoint (RFC 7591) since it started, which live as long as it runs.
+/// The clients the provider knows: those of its configuration, those registered through its
+/// registration endpoint (RFC 7591) since it started, and those whose id is the URL of their
+/// metadata document (adopted when first seen); the last two live as long as it runs.
 final class ClientDirectory: Sendable {
     private let configured: [String: DevProviderConfiguration.Client]
     private let registered = NIOLockedValueBox<[String: DevProviderConfiguration.Client]>([:])
+    private let adopted = NIOLockedValueBox<[String: DevProviderConfiguration.Client]>([:])
     /// The registration access token of each registered client (RFC 7592 §3).
     private let managementTokens = NIOLockedValueBox<[String: String]>([:])
 
@@ -12,9 +14,14 @@ final class ClientDirectory: Sendable {
         self.configured = Dictionary(configured.map { ($0.clientID, $0) }) { first, _ in first }
     }
 
-    /// The client with `id`, configured or registered.
+    /// The client with `id`, configured, registered or adopted.
     func client(_ id: String) -> DevProviderConfiguration.Client? {
-        configured[id] ?? registered.withLockedValue { $0[id] }
+        configured[id] ?? registered.withLockedValue { $0[id] } ?? adopted.withLockedValue { $0[id] }
+    }
+
+    /// Keeps a client described by its metadata document, under its id (the document's URL).
+    func adopt(_ client: DevProviderConfiguration.Client) {
+        adopted.withLockedValue { $0[client.clientID] = client }
     }
 
     /// Adds a registered client, managed with `token`; its id is new (the caller makes it random).

@@ -32,29 +32,55 @@ extension Login {
         }
         let name = try await freeProviderName(for: server, home: home)
         let scopes = Self.scopes(for: found)
-        let registration = try RegistrationOptions.parse([])
-        let client = try await registration.register(
-            issuer: server.absoluteString, redirectURI: nil, scope: scopes.joined(separator: " "),
-            passwordGrant: passwordStdin)
         var entry = ProviderEntry(
-            name: name, kind: .openid, clientID: client.clientID, issuer: server.absoluteString, scopes: scopes,
-            authMethod: client.clientSecret == nil ? "none" : nil, allowsPasswordGrant: passwordStdin ? true : nil,
+            name: name, kind: .openid, clientID: clientID ?? "", issuer: server.absoluteString, scopes: scopes,
+            authMethod: "none", allowsPasswordGrant: passwordStdin ? true : nil,
             resources: [found.metadata.resource.absoluteString])
-        if let secret = client.clientSecret {
-            entry.sealedClientSecret = try await home.openStorage().seal(
-                secret: secret, purpose: Home.secretPurpose(name))
-            entry.authMethod = client.authenticationMethod == "client_secret_post" ? "post" : "basic"
-        }
-        entry.registrationClientURI = client.registrationClientURI?.absoluteString
-        if let token = client.registrationAccessToken {
-            entry.sealedRegistrationAccessToken = try await home.openStorage().seal(
-                secret: token, purpose: ProviderEntry.registrationTokenPurpose(name))
+        let said: String
+        if let clientID {
+            try await checkClientID(clientID, at: server)
+            said = "using client \(clientID)"
+        } else {
+            let client = try await RegistrationOptions.parse([]).register(
+                issuer: server.absoluteString, redirectURI: nil, scope: scopes.joined(separator: " "),
+                passwordGrant: passwordStdin)
+            let sealed = try await home.sealed(
+                secret: client.clientSecret, registrationAccessToken: client.registrationAccessToken, provider: name)
+            entry.clientID = client.clientID
+            entry.authMethod = AuthMethod(registered: client).rawValue
+            entry.sealedClientSecret = sealed.secret
+            entry.sealedRegistrationAccessToken = sealed.registrationAccessToken
+            entry.registrationClientURI = client.registrationClientURI?.absoluteString
+            said = "registered client \(client.clientID) there"
         }
         try await home.saveProviders(try await home.providers() + [entry])
-        Output.note(
-            "\(resource) is served by \(server.absoluteString): registered client \(client.clientID) there and added provider \(name)."
-        )
+        Output.note("\(resource) is served by \(server.absoluteString): \(said) and added provider \(name).")
         return ResourceFirst(provider: name, scopes: scopes)
+    }
+
+    /// Checks a client id given for the discovered server: one that is a URL names a Client ID
+    /// Metadata Document, which the server must say it fetches; any other is the server's own.
+    private func checkClientID(_ clientID: String, at server: URL) async throws {
+        guard let url = URL(string: clientID), url.scheme == "https" || url.scheme == "http" else { return }
+        guard EndpointSecurity.isAcceptable(url), url.path.count > 1 else {
+            throw CLIError.input(
+                "--client-id \(clientID) is a URL, so it names a client metadata document: it must be https with a path (plain http to this machine only)."
+            )
+        }
+        let provider = OpenIDProvider(
+            configuration: OpenIDProviderConfiguration(issuer: server, clientID: clientID),
+            transport: AsyncHTTPClientTransport.shared)
+        let metadata: ProviderMetadata
+        do {
+            metadata = try await provider.metadata()
+        } catch {
+            throw CLIError.provider(error, doing: "Reading \(server.absoluteString)'s metadata")
+        }
+        guard metadata.supportsClientIDMetadataDocuments else {
+            throw CLIError.failed(
+                "\(server.absoluteString) does not fetch client metadata documents (its metadata has no client_id_metadata_document_supported): leave out --client-id to register a client there, or give the id of one it knows."
+            )
+        }
     }
 
     /// The scopes a resource-first sign-in asks for: OpenID's with a refresh token, and those the

@@ -30,6 +30,12 @@ struct Login: AsyncParsableCommand {
     )
     var resource: [String] = []
     @Option(help: "The scopes to ask for (space separated), instead of the provider's.") var scope: String?
+    @Option(
+        name: .customLong("client-id"),
+        help:
+            "With --resource and no provider configured: the client to sign in as at the discovered server, instead of registering one. An https URL is a Client ID Metadata Document the server fetches (it must say it does)."
+    )
+    var clientID: String?
     @Flag(
         name: .customLong("no-browser"),
         help: "With --browser: only print the URL to open (on another machine, say); do not open a browser here.")
@@ -41,6 +47,9 @@ struct Login: AsyncParsableCommand {
             throw ValidationError("Choose one of --username U --password-stdin, --browser or --device.")
         }
         if passwordStdin, username == nil { throw ValidationError("--password-stdin needs --username.") }
+        if clientID != nil, resource.isEmpty || provider != nil {
+            throw ValidationError("--client-id goes with --resource, for a provider found from the resource.")
+        }
         if username != nil, !passwordStdin { throw ValidationError("--username goes with --password-stdin.") }
         guard timeout > 0 else { throw ValidationError("--timeout must be positive.") }
         for resource in resource where !ResourceToken.isValidResource(resource) {

@@ -173,9 +173,7 @@ struct ProviderCommand: AsyncParsableCommand {
                 let client = try await registration.register(
                     issuer: issuer ?? "", redirectURI: redirectURI, scope: scope, passwordGrant: allowPasswordGrant)
                 (clientID, secret, registered) = (client.clientID, client.clientSecret, client)
-                authMethod =
-                    client.authenticationMethod == "client_secret_post"
-                    ? .post : (secret == nil ? AuthMethod.none : .basic)
+                authMethod = AuthMethod(registered: client)
             }
             if let authMethod, authMethod != .none, secret == nil {
                 throw CLIError.input("--auth-method \(authMethod.rawValue) needs --client-secret-stdin.")
@@ -185,19 +183,11 @@ struct ProviderCommand: AsyncParsableCommand {
                 let parts = endpoint.split(separator: "=", maxSplits: 1).map(String.init)
                 endpointMap[parts[0]] = parts[1]
             }
-            // The secret is sealed with the store's key; providers.json never holds it in the clear.
-            var sealedSecret: String?
-            var sealedRegistrationToken: String?
-            if secret != nil || registered?.registrationAccessToken != nil {
-                let storage = try await home.openStorage()
-                sealedSecret = try secret.map { try storage.seal(secret: $0, purpose: Home.secretPurpose(name)) }
-                sealedRegistrationToken = try registered?.registrationAccessToken.map {
-                    try storage.seal(secret: $0, purpose: ProviderEntry.registrationTokenPurpose(name))
-                }
-            }
+            let sealed = try await home.sealed(
+                secret: secret, registrationAccessToken: registered?.registrationAccessToken, provider: name)
             var entry = ProviderEntry(
                 name: name, kind: cognito ? .cognito : (pingJourney ? .pingJourney : .openid), clientID: clientID,
-                issuer: issuer, sealedClientSecret: sealedSecret,
+                issuer: issuer, sealedClientSecret: sealed.secret,
                 scopes: scope.map { $0.split(separator: " ").map(String.init) }, authMethod: authMethod?.rawValue,
                 endpoints: endpointMap.isEmpty ? nil : endpointMap,
                 allowsPasswordGrant: allowPasswordGrant ? true : nil, dpop: dpop ? true : nil,
@@ -206,7 +196,7 @@ struct ProviderCommand: AsyncParsableCommand {
                 redirectURI: pingJourney ? redirectURI : nil, gitHosts: gitHosts.isEmpty ? nil : gitHosts,
                 gitAllowsHTTP: gitAllowHTTP ? true : nil)
             entry.registrationClientURI = registered?.registrationClientURI?.absoluteString
-            entry.sealedRegistrationAccessToken = sealedRegistrationToken
+            entry.sealedRegistrationAccessToken = sealed.registrationAccessToken
             providers.append(entry)
             try await home.saveProviders(providers)
             // Queued steps for this provider that failed for good (it was gone, or misconfigured)

@@ -70,6 +70,13 @@ public struct ProviderMetadata: Sendable, Hashable {
         return values.compactMap(\.stringValue)
     }
 
+    /// Whether the provider fetches a client's metadata from its client id when that id is an
+    /// https URL (`client_id_metadata_document_supported`, OAuth Client ID Metadata Document, as
+    /// MCP's authorization uses): such a client needs no registration.
+    public var supportsClientIDMetadataDocuments: Bool {
+        fields["client_id_metadata_document_supported"] == .bool(true)
+    }
+
     /// The DPoP proof algorithms the provider takes (RFC 9449 §5.1); empty when it lists none.
     public var dpopSigningAlgorithms: [String] {
         guard case .array(let values) = fields["dpop_signing_alg_values_supported"] else { return [] }
