@@ -42,31 +42,25 @@ extension PostgresCredentialStorage {
     /// The changes other instances make, read from the log from now on. When the server cannot
     /// be reached, the feed logs it and keeps trying; what was written meanwhile is published
     /// once it can read again, or, when the log no longer holds all of it,
-    /// ``CredentialStoreEvent/changesMayHaveBeenMissed``.
+    /// ``CredentialStoreEvent/changesMayHaveBeenMissed``. Every stream of one storage is fed by
+    /// its one reader of the log, which also keeps its read cache current.
     public func changesMadeElsewhere() -> AsyncStream<CredentialStoreEvent> {
         let (stream, continuation) = AsyncStream.makeStream(
             of: CredentialStoreEvent.self, bufferingPolicy: .bufferingNewest(4_096))
-        let task = Task { [self] in
-            var reader = ChangeLogReader()
-            while !Task.isCancelled {
-                if let poll = await reader.poll(self) {
-                    if poll.missed { continuation.yield(.changesMayHaveBeenMissed) }
-                    for row in poll.rows where row.origin != origin {
-                        if let event = Self.event(change: row.change, id: row.id) { continuation.yield(event) }
-                    }
-                }
-                try? await Task.sleep(for: reader.failing ? .seconds(1) : Self.changePollInterval)
-            }
-            continuation.finish()
+        let key = UUID()
+        changeSubscribers.withLockedValue { $0[key] = continuation }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.changeSubscribers.withLockedValue { $0.removeValue(forKey: key) }
         }
-        continuation.onTermination = { _ in task.cancel() }
+        startLogReader()
         return stream
     }
 
-    /// Starts reading the log for the read cache, unless it is read already. The task holds the
-    /// storage only while it polls, and ends when the storage is released.
-    func startCacheFeed() {
-        cacheFeed.withLockedValue { task in
+    /// Starts reading the log, unless it is read already: each poll keeps the read cache current
+    /// and goes to every subscriber. The task holds the storage only while it polls, and ends
+    /// when the storage is released.
+    func startLogReader() {
+        logReader.withLockedValue { task in
             guard task == nil else { return }
             task = Task { [weak self] in
                 var reader = ChangeLogReader()
@@ -80,10 +74,24 @@ extension PostgresCredentialStorage {
                                 $0.id.map(CredentialID.init(rawValue:))
                             }, missed: poll.missed, first: poll.first, startedAt: poll.startedAt)
                     }
+                    if let poll { storage.publish(poll) }
                     let pause = reader.failing ? Duration.seconds(1) : Self.changePollInterval
                     try? await Task.sleep(for: pause)
                 }
             }
+        }
+    }
+
+    /// Hands what `poll` found that other storage objects changed to every subscriber.
+    private func publish(_ poll: ChangeLogPoll) {
+        let subscribers = changeSubscribers.withLockedValue { Array($0.values) }
+        guard !subscribers.isEmpty else { return }
+        var events: [CredentialStoreEvent] = poll.missed ? [.changesMayHaveBeenMissed] : []
+        for row in poll.rows where row.origin != origin {
+            if let event = Self.event(change: row.change, id: row.id) { events.append(event) }
+        }
+        for subscriber in subscribers {
+            for event in events { subscriber.yield(event) }
         }
     }
 

@@ -67,7 +67,7 @@ extension PostgresCredentialStorage {
             ($0.accessToken(id, minimumValidity: minimumValidity, at: date, now: now), $0.epoch)
         }
         if let token { return token }
-        startCacheFeed()
+        startLogReader()
         guard let credential = try await credential(for: id) else {
             readCache.withLockedValue { $0.forget(id) }
             return nil

@@ -43,8 +43,11 @@ public final class PostgresCredentialStorage: CredentialStorage, OutboxStorage, 
     let leasesHeldHere = NIOLockedValueBox<Set<CredentialID>>([])
     /// `accessToken()`'s credentials, kept while the change log says nothing changed.
     let readCache = NIOLockedValueBox(PostgresReadCache())
-    /// The task that reads the change log for the read cache, once a token was asked for.
-    let cacheFeed = NIOLockedValueBox<Task<Void, Never>?>(nil)
+    /// The one task that reads the change log, for the read cache and every subscriber of
+    /// ``changesMadeElsewhere()``: started by the first token asked for or the first subscriber.
+    let logReader = NIOLockedValueBox<Task<Void, Never>?>(nil)
+    /// The streams of ``changesMadeElsewhere()`` the log's entries go to.
+    let changeSubscribers = NIOLockedValueBox<[UUID: AsyncStream<CredentialStoreEvent>.Continuation]>([:])
 
     /// DPoP nonces, provider documents, web sessions, and the changes other instances make
     /// (the change log), for the whole fleet.
@@ -59,7 +62,8 @@ public final class PostgresCredentialStorage: CredentialStorage, OutboxStorage, 
     }
 
     deinit {
-        cacheFeed.withLockedValue { $0?.cancel() }
+        logReader.withLockedValue { $0?.cancel() }
+        for subscriber in changeSubscribers.withLockedValue({ $0.values }) { subscriber.finish() }
     }
 
     /// Opens the store in the database `client` connects to: creates or migrates its tables
