@@ -71,14 +71,23 @@ def find(client_id):
     raise ResourceNotFoundError(client_id)
 
 
-def get_tokens_from_refresh_token(self):
+def authenticated_request(self, token_field, wrong_secret):
+    """The request's body, its client's pool, client id and token; `wrong_secret` is raised
+    when the client has a secret and the request's is not it (each operation names its own)."""
     body = json.loads(self.body or "{}")
-    client_id, token = body.get("ClientId"), body.get("RefreshToken")
+    client_id, token = body.get("ClientId"), body.get(token_field)
     if not client_id or not token:
-        raise InvalidParameterException("ClientId and RefreshToken are required.")
+        raise InvalidParameterException(f"ClientId and {token_field} are required.")
     pool, client = find(client_id)
     if client.generate_secret and body.get("ClientSecret") != client.secret:
-        raise NotAuthorizedError("Client secret is wrong.")
+        raise wrong_secret
+    return pool, client, client_id, token
+
+
+def get_tokens_from_refresh_token(self):
+    pool, client, client_id, token = authenticated_request(
+        self, "RefreshToken", NotAuthorizedError("Client secret is wrong.")
+    )
     if token in ROTATED_OUT and time.time() > ROTATED_OUT[token]:
         raise RefreshTokenReuseError()
     entry = pool.refresh_tokens.get(token)
@@ -120,13 +129,9 @@ def origin_of(access_token):
 
 
 def revoke_token(self):
-    body = json.loads(self.body or "{}")
-    client_id, token = body.get("ClientId"), body.get("Token")
-    if not client_id or not token:
-        raise InvalidParameterException("ClientId and Token are required.")
-    pool, client = find(client_id)
-    if client.generate_secret and body.get("ClientSecret") != client.secret:
-        raise CognitoError("UnauthorizedException", "Client secret is wrong.")
+    pool, _, client_id, token = authenticated_request(
+        self, "Token", CognitoError("UnauthorizedException", "Client secret is wrong.")
+    )
     if token in pool.access_tokens:
         raise CognitoError("UnsupportedTokenTypeException", "Only refresh tokens can be revoked.")
     while token is not None:
