@@ -20,9 +20,9 @@ package enum QuickGrammar {
     /// The flags every command takes.
     package static let sharedFlags: Set<String> = ["--json"]
 
-    /// `token [ACCOUNT] [--min-validity D] [--format F] [--id-token]`.
+    /// `token [ACCOUNT] [--account A] [--min-validity D] [--format F] [--id-token]`.
     package static let token = Command(
-        words: ["token"], options: ["--min-validity", "--format"], flags: ["--id-token"], positionals: 1)
+        words: ["token"], options: ["--account", "--min-validity", "--format"], flags: ["--id-token"], positionals: 1)
     /// `credential git get|store|erase`.
     package static let git = Command(words: ["credential", "git"], options: [], flags: [], positionals: 1)
     /// `credential kubectl [--account A] [--token id|access]`.

@@ -84,7 +84,7 @@ extension QuickCommand {
         guard let store = QuickStore(home: home, keyFile: keyFile, environment: environment),
             let providers = store.providers(),
             let stored = try? store.reader.read({ snapshot throws(SQLiteStoreReader.Unread) in
-                try QuickStore.account(reference, in: snapshot)
+                try QuickStore.account(AccountChoice.reference(reference, environment: environment), in: snapshot)
             }) ?? nil,
             store.hasProvider(for: stored, in: providers)
         else { return nil }

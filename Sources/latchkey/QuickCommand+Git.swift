@@ -33,7 +33,9 @@ extension QuickCommand {
         }
         guard
             let stored = try? store.reader.read({ snapshot throws(SQLiteStoreReader.Unread) in
-                try Self.gitAccount(of: entry, in: snapshot)
+                try Self.gitAccount(
+                    of: entry, gitUsername: request.fields["username"],
+                    named: AccountChoice.reference(nil, environment: environment), in: snapshot)
             }) ?? nil,
             stored.token.dpop == nil, store.hasProvider(for: stored, in: providers),
             let token = stored.accessToken(minimumValidity: Self.defaultValidity, at: Date()),
@@ -44,24 +46,22 @@ extension QuickCommand {
         return .answered
     }
 
-    /// The account that answers for `entry`'s hosts: the default account when it is one of the
-    /// provider's, else the provider's only account; `nil` when neither is (the full tool says
-    /// which), or an account's provider is not in its tags (the full tool matches by issuer).
-    private static func gitAccount(of entry: ProviderEntry, in snapshot: SQLiteStoreReader.Snapshot)
-        throws(SQLiteStoreReader.Unread) -> StoredCredential?
-    {
+    /// The account that answers for `entry`'s hosts, as the full tool chooses it
+    /// (``AccountChoice/gitAccount(among:gitUsername:named:default:)``); `nil` when there is none
+    /// (the full tool says why), or an account's provider is not in its tags (the full tool
+    /// matches by issuer).
+    private static func gitAccount(
+        of entry: ProviderEntry, gitUsername: String?, named: String?, in snapshot: SQLiteStoreReader.Snapshot
+    ) throws(SQLiteStoreReader.Unread) -> StoredCredential? {
         let all = try snapshot.accounts()
         let names = all.map { ProviderEntry.name(taggedOn: $0.metadata.tags) }
         guard !names.contains(nil) else { return nil }
         let accounts = zip(all, names).filter { $0.1 == entry.name }.map(\.0)
-        let chosen: AccountSummary
-        if let current = try snapshot.defaultCredentialID(), let account = accounts.first(where: { $0.id == current }) {
-            chosen = account
-        } else if accounts.count == 1, let only = accounts.first {
-            chosen = only
-        } else {
-            return nil
-        }
+        let current = try snapshot.defaultCredentialID()
+        guard
+            case .success(let chosen) = AccountChoice.gitAccount(
+                among: accounts, gitUsername: gitUsername, named: named, default: current)
+        else { return nil }
         return try snapshot.credential(chosen.id)
     }
 }

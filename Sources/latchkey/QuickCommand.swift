@@ -6,7 +6,7 @@ import LatchkeyCommandLine
 /// answers itself.
 struct QuickCommand {
     enum Kind {
-        /// `token [ACCOUNT] [--min-validity D] [--format F] [--id-token]`.
+        /// `token [ACCOUNT] [--account A] [--min-validity D] [--format F] [--id-token]`.
         case token(account: String?, minimumValidity: TokenValidity?, format: TokenFormat?, idToken: Bool)
         /// `credential git get|store|erase`.
         case git(operation: String)
@@ -76,9 +76,13 @@ struct QuickCommand {
             guard validity != .some(nil), format != .some(nil) else { return nil }
             if json, let format = format ?? nil, format != .json { return nil }
             if format == .some(.headers), flags.contains("--id-token") { return nil }
+            // ACCOUNT and --account naming two accounts: the full tool's usage error.
+            if let named = options["--account"], let positional = positionals.first, named != positional {
+                return nil
+            }
             kind = .token(
-                account: positionals.first, minimumValidity: validity ?? nil, format: format ?? nil,
-                idToken: flags.contains("--id-token"))
+                account: options["--account"] ?? positionals.first, minimumValidity: validity ?? nil,
+                format: format ?? nil, idToken: flags.contains("--id-token"))
         case QuickGrammar.git:
             guard !json, let operation = positionals.first, ["get", "store", "erase"].contains(operation) else {
                 return nil

@@ -68,10 +68,7 @@ struct QuickStore {
     {
         let id: CredentialID
         if let reference {
-            let matches = try snapshot.accounts().filter {
-                $0.id.rawValue == reference || $0.metadata.preferredUsername == reference
-                    || $0.metadata.email == reference
-            }
+            let matches = try snapshot.accounts().filter { AccountChoice.matches($0, reference) }
             guard matches.count == 1, let match = matches.first else { return nil }
             id = match.id
         } else {

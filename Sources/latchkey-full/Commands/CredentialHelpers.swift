@@ -108,7 +108,8 @@ struct CredentialCommand: AsyncParsableCommand {
                 )
                 return
             }
-            guard let stored = try await gitAccount(of: entry, in: session) else { return }
+            guard let stored = try await gitAccount(of: entry, gitUsername: request.fields["username"], in: session)
+            else { return }
             if stored.token.dpop != nil {
                 // git sends a password as it is; a bound token is refused without a proof.
                 Output.error(
@@ -148,29 +149,34 @@ struct CredentialCommand: AsyncParsableCommand {
             }
         }
 
-        /// The account that answers for `entry`'s hosts: the default account when it is one of
-        /// the provider's, else the provider's only account.
-        private func gitAccount(of entry: ProviderEntry, in session: Session) async throws -> StoredCredential? {
+        /// The account that answers for `entry`'s hosts (``AccountChoice/gitAccount(among:named:default:)``),
+        /// or `nil` after saying why there is none.
+        private func gitAccount(of entry: ProviderEntry, gitUsername: String?, in session: Session) async throws
+            -> StoredCredential?
+        {
+            let named = AccountChoice.reference(nil, environment: ProcessInfo.processInfo.environment)
             let accounts = try await session.reading { () async throws(StorageError) in
                 try await session.store.accounts()
             }.filter { session.providerName(of: $0) == entry.name }
-            let chosen: AccountSummary
-            if let current = try await session.defaultAccountID(),
-                let account = accounts.first(where: { $0.id == current })
-            {
-                chosen = account
-            } else if accounts.count == 1, let only = accounts.first {
-                chosen = only
-            } else {
+            let current = try await session.defaultAccountID()
+            switch AccountChoice.gitAccount(among: accounts, gitUsername: gitUsername, named: named, default: current) {
+            case .success(let chosen):
+                return try await session.reading { () async throws(StorageError) in
+                    try await session.store.credential(for: chosen.id)
+                }
+            case .failure(.none(let named?)):
                 Output.error(
-                    accounts.isEmpty
-                        ? "No account of the provider \(entry.name); sign in with `latchkey login --provider \(entry.name)`."
-                        : "Several accounts of the provider \(entry.name); make one the default with `latchkey use`.")
-                return nil
+                    "No account \(named) of the provider \(entry.name) ($LATCHKEY_ACCOUNT names it); sign in with `latchkey login --provider \(entry.name)`."
+                )
+            case .failure(.none(nil)):
+                Output.error(
+                    "No account of the provider \(entry.name); sign in with `latchkey login --provider \(entry.name)`.")
+            case .failure(.several):
+                Output.error(
+                    "Several accounts of the provider \(entry.name); name one with git's `credential.<url>.username`, or make one the default with `latchkey use`."
+                )
             }
-            return try await session.reading { () async throws(StorageError) in
-                try await session.store.credential(for: chosen.id)
-            }
+            return nil
         }
     }
 }

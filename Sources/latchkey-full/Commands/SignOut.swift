@@ -12,9 +12,8 @@ struct SignOut: AsyncParsableCommand {
             "Exit status 0: complete; 3: signed out here, but a server step failed or was queued; 1: still signed in.")
 
     @OptionGroup var common: GlobalOptions
-    @Argument(
-        help: "An account id, username or email; the default account if left out.", completion: Completions.accounts)
-    var account: String?
+    @OptionGroup var accountArgument: AccountArgument
+    var account: String? { accountArgument.reference }
     @Flag(name: .customLong("all-accounts"), help: "Sign every account out.") var allAccounts = false
     @Flag(help: "Sign out on every device (the provider's global sign-out).") var global = false
     @Flag(name: .customLong("end-session"), help: "End the provider's session too.") var endSession = false

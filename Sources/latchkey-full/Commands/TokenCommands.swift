@@ -9,9 +9,8 @@ struct TokenCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "token", abstract: "Print the account's access token (refreshed if needed) on standard output.")
     @OptionGroup var global: GlobalOptions
-    @Argument(
-        help: "An account id, username or email; the default account if left out.", completion: Completions.accounts)
-    var account: String?
+    @OptionGroup var accountArgument: AccountArgument
+    var account: String? { accountArgument.reference }
     @Option(help: "A token for this resource alone (RFC 8707): an absolute URI, its audience.") var resource: String?
     @Option(help: "A token for these scopes only (space separated), fewer than the account's.") var scope: String?
     @Option(
@@ -127,9 +126,8 @@ struct TokenCommand: AsyncParsableCommand {
 struct Refresh: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Refresh the account's tokens now.")
     @OptionGroup var global: GlobalOptions
-    @Argument(
-        help: "An account id, username or email; the default account if left out.", completion: Completions.accounts)
-    var account: String?
+    @OptionGroup var accountArgument: AccountArgument
+    var account: String? { accountArgument.reference }
 
     func run() async throws {
         let context = try await global.account(account)
@@ -155,9 +153,8 @@ struct UserInfo: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "userinfo", abstract: "Show the account's claims from the provider.")
     @OptionGroup var global: GlobalOptions
-    @Argument(
-        help: "An account id, username or email; the default account if left out.", completion: Completions.accounts)
-    var account: String?
+    @OptionGroup var accountArgument: AccountArgument
+    var account: String? { accountArgument.reference }
 
     func run() async throws {
         let credential = try await global.account(account).credential
@@ -189,9 +186,8 @@ struct Revoke: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Revoke the account's tokens at the provider (RFC 7009); revoked tokens leave this device.")
     @OptionGroup var global: GlobalOptions
-    @Argument(
-        help: "An account id, username or email; the default account if left out.", completion: Completions.accounts)
-    var account: String?
+    @OptionGroup var accountArgument: AccountArgument
+    var account: String? { accountArgument.reference }
     @Option(name: .customLong("type"), help: "Which tokens.") var type: RevocationScope = .all
 
     func run() async throws {
@@ -241,9 +237,8 @@ struct Remove: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Remove the account from this device only; its tokens stay valid on the server until they expire.")
     @OptionGroup var global: GlobalOptions
-    @Argument(
-        help: "An account id, username or email; the default account if left out.", completion: Completions.accounts)
-    var account: String?
+    @OptionGroup var accountArgument: AccountArgument
+    var account: String? { accountArgument.reference }
 
     func run() async throws {
         let session = try await global.location.openStore()

@@ -49,9 +49,10 @@ struct Session {
         }
     }
 
-    /// The id of the account `reference` names (id, username or email), or of the default
-    /// account, read without opening any token.
+    /// The id of the account `reference` names (id, username or email), else `LATCHKEY_ACCOUNT`
+    /// names, else of the default account, read without opening any token.
     func accountID(_ reference: String?) async throws -> CredentialID {
+        let reference = AccountChoice.reference(reference, environment: ProcessInfo.processInfo.environment)
         guard let reference else {
             guard let id = try await defaultAccountID() else {
                 throw CLIError.input("No default account; name one, or choose one with `latchkey use`.")
@@ -59,9 +60,7 @@ struct Session {
             return id
         }
         let all = try await reading { () async throws(StorageError) in try await store.accounts() }
-        let matches = all.filter {
-            $0.id.rawValue == reference || $0.metadata.preferredUsername == reference || $0.metadata.email == reference
-        }
+        let matches = all.filter { AccountChoice.matches($0, reference) }
         guard let match = matches.first else { throw CLIError.input("No account matches \(reference).") }
         guard matches.count == 1 else {
             throw CLIError.input("\(matches.count) accounts match \(reference); use the account id.")
@@ -77,7 +76,8 @@ struct Session {
             try await store.credential(for: id)
         }
         guard let stored else {
-            throw CLIError.input(reference.map { "No account matches \($0)." } ?? "The default account is gone.")
+            let named = AccountChoice.reference(reference, environment: ProcessInfo.processInfo.environment)
+            throw CLIError.input(named.map { "No account matches \($0)." } ?? "The default account is gone.")
         }
         return stored
     }
