@@ -33,8 +33,53 @@ struct CLILoginTests: DevProviderCLITest {
         #expect(approval.status == .ok)
         let finished = try await login.finish()
         #expect(finished.status == 0)
-        let result = try JSONSerialization.jsonObject(with: Data(finished.stdout.utf8)) as? [String: Any]
-        #expect(result?["account"] as? String == "alice")
+        // With --json, the instructions are a document of their own, before the result's.
+        let documents = try finished.stdout.split(separator: "\n").map {
+            try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        #expect(documents.count == 2)
+        #expect(documents.first??["action"] as? String == "enter_code")
+        #expect(documents.first??["userCode"] as? String == code)
+        #expect(documents.first??["verificationUri"] as? String == dev.url(.deviceVerification).absoluteString)
+        #expect(documents.last??["account"] as? String == "alice")
+        await dev.stop()
+    }
+
+    @Test("login --device with standard error captured (a helper run by git or an IDE): the code reaches the terminal")
+    func deviceCodeOnTerminal() async throws {
+        var configuration = DevProviderConfiguration.default
+        configuration.devicePollingInterval = 1
+        let dev = try await DevProvider.start(configuration: configuration, signingKeys: SharedSigningKeys.get())
+        let device = try Device()
+        let folder = try TemporaryFolder()
+        defer {
+            device.cleanUp()
+            folder.cleanUp()
+        }
+        _ = try await device.run(
+            "provider", "add", "dev", "--allow-password-grant", "--issuer", dev.issuer.absoluteString, "--client-id",
+            "latchkey-cli")
+        // util-linux's script(1) runs the command on a terminal of its own, which becomes its
+        // controlling terminal (/dev/tty), and copies what appears there to its standard output;
+        // the command's standard error goes to a file nobody reads.
+        let captured = folder.file("stderr")
+        let command = "'\(CLI.binary.path)' --home '\(device.path)' login --device 2>'\(captured)'"
+        let login = try await ChildProcess.start(
+            URL(fileURLWithPath: "/usr/bin/script"), ["-qec", command, "/dev/null"], environment: CLI.environment())
+        let shown = try await login.standardOutput { $0.contains("(or open") }
+        let words = try #require(
+            shown.range(of: "Enter the code ").map { shown[$0.upperBound...].split(separator: " ") })
+        let code = try #require(words.first.map(String.init))
+        var request = HTTPClientRequest(url: dev.url(.deviceVerification).absoluteString)
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
+        request.body = .bytes(
+            ByteBuffer(string: "user_code=\(code)&username=alice&password=alice-password&action=approve"))
+        #expect(try await HTTPClient.shared.execute(request, timeout: .seconds(10)).status == .ok)
+        let finished = try await login.finish()
+        #expect(finished.status == 0, "\(finished.stdout)")
+        let stderr = try String(contentsOfFile: captured, encoding: .utf8)
+        #expect(stderr.contains("Enter the code \(code)"), "standard error has it too")
         await dev.stop()
     }
 
@@ -125,8 +170,13 @@ struct CLILoginTests: DevProviderCLITest {
         #expect(callback.hasPrefix("Signed in."))
         let finished = try await login.finish()
         #expect(finished.status == 0)
-        let result = try JSONSerialization.jsonObject(with: Data(finished.stdout.utf8)) as? [String: Any]
-        #expect(result?["account"] as? String == "bob")
+        let documents = try finished.stdout.split(separator: "\n").map {
+            try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        #expect(documents.count == 2)
+        #expect(documents.first??["action"] as? String == "open")
+        #expect(documents.first??["url"] as? String == lines[1], "the URL to open, as a document first")
+        #expect(documents.last??["account"] as? String == "bob")
         await dev.stop()
     }
 

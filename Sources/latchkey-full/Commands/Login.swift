@@ -192,20 +192,34 @@ struct Login: AsyncParsableCommand {
         if browser {
             return .browser(
                 listener: NIOLoopbackRedirectListener(port: redirectPort), timeout: .seconds(timeout),
-                open: { [noBrowser] url in
-                    // The URL goes to standard error, so standard output stays for the result. It
-                    // is printed even when a browser opens, as `gh auth login --web` does.
-                    Output.note("Open this URL to sign in:")
-                    Output.note(url.absoluteString)
+                open: { [noBrowser, global] url in
+                    // The URL goes to standard error (and the terminal), so standard output stays
+                    // for the result. It is printed even when a browser opens, as `gh auth login
+                    // --web` does; with --json, it is a document of its own first.
+                    if global.json { Output.json(["action": "open", "url": url.absoluteString]) }
+                    Output.instructions(["Open this URL to sign in:", url.absoluteString])
                     if !noBrowser, let opener = SystemBrowser.open(url) { Output.note("(opened with \(opener))") }
                     countdown.start(until: deadline, "Waiting for the browser")
                 })
         }
-        return .deviceCode(prompt: { authorization in
+        return .deviceCode(prompt: { [global] authorization in
             let uri = authorization.verificationURIComplete ?? authorization.verificationURI
+            if global.json {
+                var document: [String: JSONValue] = [
+                    "action": .string("enter_code"), "userCode": .string(authorization.userCode),
+                    "verificationUri": .string(authorization.verificationURI.absoluteString),
+                    "expiresAt": .string(authorization.expiresAt.formatted(.iso8601)),
+                ]
+                if let complete = authorization.verificationURIComplete {
+                    document["verificationUriComplete"] = .string(complete.absoluteString)
+                }
+                Output.json(document)
+            }
             // The code and the URLs are the provider's text: escaped, one line each.
-            Output.note("Enter the code \(authorization.userCode) at \(authorization.verificationURI.absoluteString)")
-            Output.note("(or open \(uri.absoluteString))")
+            Output.instructions([
+                "Enter the code \(authorization.userCode) at \(authorization.verificationURI.absoluteString)",
+                "(or open \(uri.absoluteString))",
+            ])
             countdown.start(until: authorization.expiresAt, "Waiting for the device code")
         })
     }

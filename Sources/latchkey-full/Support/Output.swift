@@ -113,6 +113,19 @@ enum Output {
         writeAll(STDERR_FILENO, safe(text) + "\n")
     }
 
+    /// Lines a person must read to go on (a device code, a URL to open): on standard error, and
+    /// also on the terminal (`/dev/tty`) when standard error is not one — a helper run by git
+    /// or an editor has its standard error captured, where nobody reads it in time.
+    static func instructions(_ lines: [String]) {
+        let text = lines.map { safe($0) + "\n" }.joined()
+        writeAll(STDERR_FILENO, text)
+        guard !errorIsTerminal else { return }
+        let terminal = open("/dev/tty", O_WRONLY | O_NOCTTY | O_CLOEXEC)
+        guard terminal >= 0 else { return }
+        writeAll(terminal, text)
+        close(terminal)
+    }
+
     /// Progress for people on a terminal; nothing on a pipe.
     static func progress(_ text: String) {
         guard errorIsTerminal else { return }
