@@ -1,0 +1,77 @@
+import Foundation
+import HTTPTypes
+import LatchkeyDevProvider
+import LatchkeyTestSupport
+import NIOConcurrencyHelpers
+import Testing
+
+/// The transport's rarer cases through `latchkey mcp-proxy`, played on cue by a scripted
+/// endpoint: the session's headers, a cut stream resumed, the server's own stream, the session
+/// ended at exit, and a session the server no longer knows.
+@Suite("latchkey mcp-proxy: Streamable HTTP's rarer cases")
+struct CLIMCPTransportTests: DevProviderCLITest {
+    func line(_ text: String) -> String { text + "\n" }
+
+    @Test(
+        "session id and protocol version on every request, a cut answer resumed, the server's own message, the session ended"
+    )
+    func session() async throws {
+        try await withDevices { _, a, _ in
+            let server = try await ScriptedMCPServer.start()
+            let endpoint = server.endpoint.absoluteString
+            #expect(try await login(a, "alice", "--resource", endpoint).status == 0)
+            let proxy = try await ChildProcess.start(
+                CLI.binary, ["--home", a.path, "mcp-proxy", endpoint], environment: CLI.environment())
+            proxy.write(
+                line(#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#))
+            _ = try await proxy.standardOutput { $0.contains(#""id":1"#) }
+            proxy.write(line(#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#))
+            let unasked = try await proxy.standardOutput { $0.contains("unasked") }
+            #expect(unasked.contains(#""method":"notifications/message""#), "the server's own stream was heard")
+            proxy.write(line(#"{"jsonrpc":"2.0","id":"call-7","method":"tools/call","params":{}}"#))
+            let resumed = try await proxy.standardOutput { $0.contains("resumed") }
+            #expect(resumed.contains(#""id":"call-7""#), "the cut answer came through the resumed stream")
+            proxy.closeInput()
+            let finished = try await proxy.finish()
+            #expect(finished.status == 0, "\(finished.stderr)")
+            #expect(finished.stdout.split(separator: "\n").count == 3, "one line per message: \(finished.stdout)")
+
+            let seen = server.seen.withLockedValue { $0 }
+            let afterInitialize = seen.dropFirst()
+            #expect(!afterInitialize.isEmpty)
+            for request in afterInitialize {
+                #expect(request.headers[ScriptedMCPServer.session] == ScriptedMCPServer.sessionID, "\(request.method)")
+                #expect(
+                    request.headers[ScriptedMCPServer.version] == ScriptedMCPServer.protocolVersion, "\(request.method)"
+                )
+            }
+            #expect(
+                seen.contains { $0.method == "GET" && $0.headers[ScriptedMCPServer.lastEventID] == #"call-"call-7""# })
+            #expect(seen.last?.method == "DELETE", "the session ended when the client closed its input")
+            #expect(server.sessionEnded.withLockedValue { $0 })
+            await server.stop()
+        }
+    }
+
+    @Test("a session the server no longer knows: the request is answered with an error saying to start again")
+    func sessionEnded() async throws {
+        try await withDevices { _, a, _ in
+            let server = try await ScriptedMCPServer.start()
+            let endpoint = server.endpoint.absoluteString
+            #expect(try await login(a, "alice", "--resource", endpoint).status == 0)
+            let proxy = try await ChildProcess.start(
+                CLI.binary, ["--home", a.path, "mcp-proxy", endpoint], environment: CLI.environment())
+            proxy.write(
+                line(#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#))
+            _ = try await proxy.standardOutput { $0.contains(#""id":1"#) }
+            server.sessionEnded.withLockedValue { $0 = true }
+            proxy.write(line(#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#))
+            let answered = try await proxy.standardOutput { $0.contains(#""id":2"#) }
+            #expect(answered.contains(#""error""#))
+            #expect(answered.contains("ended the MCP session"), "\(answered)")
+            proxy.closeInput()
+            #expect(try await proxy.finish().status == 0)
+            await server.stop()
+        }
+    }
+}
