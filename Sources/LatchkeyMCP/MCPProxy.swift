@@ -110,6 +110,8 @@ public actor MCPProxy {
 
     private func post(_ message: Data) async {
         let peek = JSONRPCPeek(message)
+        logger.trace(
+            "forwarding a message", metadata: ["method": "\(peek.method ?? "-")", "bytes": "\(message.count)"])
         if peek.method == "initialize" {
             // A new session: the old one's id and version must not go with it.
             (sessionID, protocolVersion) = (nil, nil)

@@ -50,13 +50,19 @@ struct CLIMCPProxyTests {
     func listsAndCalls(jsonResponse: Bool) async throws {
         // The server answers each POST with an event stream, or (jsonResponse) with one JSON body.
         let setup = try await Setup.start(jsonResponse: jsonResponse)
-        let report = try await PythonMCPClient.run(device: setup.device, endpoint: setup.server.endpoint, calls: 3)
+        // The proxy logs at trace level to the client's standard error: neither a token nor a
+        // message's content may be in it.
+        let report = try await PythonMCPClient.run(
+            device: setup.device, endpoint: setup.server.endpoint, calls: 3, text: "secret-text",
+            environment: ["LATCHKEY_LOG": "trace"])
         #expect(report.errors.isEmpty, "\(report.errors) \(report.stderr)")
         #expect(report.tools == ["count", "echo", "whoami"])
-        #expect(report.answers == ["hello-0", "hello-1", "hello-2"])
+        #expect(report.answers == ["secret-text-0", "secret-text-1", "secret-text-2"])
         #expect(report.whoami?.isEmpty == false, "the server saw alice's token")
         #expect(report.status == 0)
-        #expect(!report.stderr.contains("eyJ"), "no token on standard error")
+        #expect(report.stderr.contains("forwarding a message"), "the proxy's log is there")
+        #expect(!report.stderr.contains("eyJ"), "no token in the log")
+        #expect(!report.stderr.contains("secret-text"), "no message content in the log")
         await setup.stop()
     }
 

@@ -58,7 +58,11 @@ struct MCPProxyCommand: AsyncParsableCommand {
             report: { Output.error(Self.explain($0, resource: resource)) })
         do {
             try await MCPStandardIO.serve { deliver in
-                MCPProxy(configuration: configuration, credential: context.credential, deliver: deliver)
+                if let logger = Home.logger {
+                    return MCPProxy(
+                        configuration: configuration, credential: context.credential, logger: logger, deliver: deliver)
+                }
+                return MCPProxy(configuration: configuration, credential: context.credential, deliver: deliver)
             }
         } catch let failure as MCPStandardIO.Failure {
             throw CLIError.failed(failure.description)

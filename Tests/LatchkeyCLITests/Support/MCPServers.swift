@@ -57,14 +57,15 @@ struct PythonMCPClient {
     /// Starts a client of `latchkey --home HOME mcp-proxy URL PROXY_ARGUMENTS`.
     static func start(
         device: Device, endpoint: URL, calls: Int, pause: Double = 0, text: String = "hello",
-        proxyArguments: [String] = []
+        proxyArguments: [String] = [], environment: [String: String] = [:]
     ) async throws -> ChildProcess {
         let (python, arguments) = Scripts.python("mcp/client.py")
         let client = [
             "--calls", "\(calls)", "--pause", "\(pause)", "--text", text, "--", CLI.binary.path, "--home", device.path,
             "mcp-proxy", endpoint.absoluteString,
         ]
-        return try await ChildProcess.start(python, arguments + client + proxyArguments, environment: CLI.environment())
+        return try await ChildProcess.start(
+            python, arguments + client + proxyArguments, environment: CLI.environment(environment))
     }
 
     static func report(of process: ChildProcess) async throws -> Report {
@@ -79,11 +80,11 @@ struct PythonMCPClient {
 
     static func run(
         device: Device, endpoint: URL, calls: Int, pause: Double = 0, text: String = "hello",
-        proxyArguments: [String] = []
+        proxyArguments: [String] = [], environment: [String: String] = [:]
     ) async throws -> Report {
         try await report(
             of: start(
                 device: device, endpoint: endpoint, calls: calls, pause: pause, text: text,
-                proxyArguments: proxyArguments))
+                proxyArguments: proxyArguments, environment: environment))
     }
 }
