@@ -17,6 +17,20 @@ let strictSettings: [SwiftSetting] = [
 /// `Synchronization.Mutex` it does not, and every report near one had to be suppressed).
 let lock: Target.Dependency = .product(name: "NIOConcurrencyHelpers", package: "swift-nio")
 
+/// Products several targets depend on.
+let crypto: Target.Dependency = .product(name: "Crypto", package: "swift-crypto")
+let logging: Target.Dependency = .product(name: "Logging", package: "swift-log")
+let httpTypes: Target.Dependency = .product(name: "HTTPTypes", package: "swift-http-types")
+let nioCore: Target.Dependency = .product(name: "NIOCore", package: "swift-nio")
+let nioPosix: Target.Dependency = .product(name: "NIOPosix", package: "swift-nio")
+let nioHTTP1: Target.Dependency = .product(name: "NIOHTTP1", package: "swift-nio")
+let asyncHTTPClient: Target.Dependency = .product(name: "AsyncHTTPClient", package: "async-http-client")
+let postgresNIO: Target.Dependency = .product(name: "PostgresNIO", package: "postgres-nio")
+let systemPackage: Target.Dependency = .product(name: "SystemPackage", package: "swift-system")
+let serviceLifecycle: Target.Dependency = .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
+let jwtKit: Target.Dependency = .product(name: "JWTKit", package: "jwt-kit")
+let hummingbird: Target.Dependency = .product(name: "Hummingbird", package: "hummingbird")
+
 let package = Package(
     name: "Latchkey",
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11)],
@@ -67,31 +81,25 @@ let package = Package(
         .target(
             name: "LatchkeyRecords",
             dependencies: [
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                crypto, serviceLifecycle,
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-                .product(name: "SystemPackage", package: "swift-system"),
+                systemPackage,
             ],
             swiftSettings: strictSettings
         ),
         .target(
             name: "Latchkey",
             dependencies: [
-                "LatchkeyRecords",
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
+                "LatchkeyRecords", crypto, logging, httpTypes,
                 .product(
                     name: "HTTPTypesFoundation", package: "swift-http-types",
                     condition: .when(platforms: [.macOS, .iOS, .tvOS, .watchOS, .visionOS])),
-                .product(name: "JWTKit", package: "jwt-kit"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                jwtKit, serviceLifecycle,
                 .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 // Key files: owner, mode and no links, as ssh trusts its own.
-                .product(name: "SystemPackage", package: "swift-system"),
-                lock,
+                systemPackage, lock,
             ],
             swiftSettings: strictSettings
         ),
@@ -102,22 +110,16 @@ let package = Package(
             dependencies: [
                 "LatchkeyRecords",
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "SystemPackage", package: "swift-system"),
-                lock,
+                crypto, systemPackage, lock,
             ],
             swiftSettings: strictSettings
         ),
         .target(
             name: "LatchkeySQLite",
             dependencies: [
-                "Latchkey",
-                "LatchkeySQLiteReader",
+                "Latchkey", "LatchkeySQLiteReader",
                 .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "SystemPackage", package: "swift-system"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
-                lock,
+                systemPackage, crypto, logging, lock,
             ],
             swiftSettings: strictSettings
         ),
@@ -127,9 +129,7 @@ let package = Package(
             name: "LatchkeyPostgres",
             dependencies: [
                 "Latchkey", lock,
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
+                postgresNIO, crypto, logging,
             ],
             swiftSettings: strictSettings
         ),
@@ -142,14 +142,7 @@ let package = Package(
         .target(
             name: "LatchkeyHTTP",
             dependencies: [
-                "Latchkey",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
-                lock,
+                "Latchkey", asyncHTTPClient, httpTypes, nioCore, nioPosix, nioHTTP1, logging, lock,
             ],
             swiftSettings: strictSettings
         ),
@@ -159,10 +152,7 @@ let package = Package(
             name: "LatchkeyMCP",
             dependencies: [
                 "Latchkey", "LatchkeyHTTP",
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
+                httpTypes, nioCore, nioPosix, logging,
             ],
             swiftSettings: strictSettings
         ),
@@ -170,35 +160,27 @@ let package = Package(
         // links), which programs that do not use URLRequest should not load.
         .target(
             name: "LatchkeyURLRequest",
-            dependencies: ["Latchkey", .product(name: "HTTPTypes", package: "swift-http-types")],
+            dependencies: ["Latchkey", httpTypes],
             swiftSettings: strictSettings
         ),
         // Sign-in sessions and back-channel logout for Hummingbird 2 web apps.
         .target(
             name: "LatchkeyHummingbird",
             dependencies: [
-                "Latchkey",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "NIOCore", package: "swift-nio"),
+                "Latchkey", hummingbird, logging, serviceLifecycle, nioCore,
             ],
             swiftSettings: strictSettings
         ),
         .target(
             name: "LatchkeyDevProvider",
             dependencies: [
-                .product(name: "Hummingbird", package: "hummingbird"),
+                hummingbird,
                 // Back-channel logout tokens are POSTed to the clients.
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                asyncHTTPClient, nioHTTP1, serviceLifecycle,
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-                .product(name: "JWTKit", package: "jwt-kit"),
-                .product(name: "Crypto", package: "swift-crypto"),
+                jwtKit, crypto,
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
-                lock,
+                logging, lock,
             ],
             swiftSettings: strictSettings
         ),
@@ -207,8 +189,7 @@ let package = Package(
         .target(
             name: "LatchkeyCommandLine",
             dependencies: [
-                "LatchkeyRecords",
-                .product(name: "SystemPackage", package: "swift-system"),
+                "LatchkeyRecords", systemPackage,
             ],
             swiftSettings: strictSettings
         ),
@@ -237,16 +218,9 @@ let package = Package(
             name: "latchkey-full",
             dependencies: [
                 "Latchkey", "LatchkeyCommandLine",
-                "LatchkeySQLite",
-                "LatchkeyPostgres",
-                "LatchkeyHTTP",
-                "LatchkeyMCP",
-                "LatchkeyDevProvider",
+                "LatchkeySQLite", "LatchkeyPostgres", "LatchkeyHTTP", "LatchkeyMCP", "LatchkeyDevProvider",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "SystemPackage", package: "swift-system"),
+                postgresNIO, crypto, logging, systemPackage,
                 // The desktop keyring through secret-tool; scrypt for a passphrase-sealed key.
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
@@ -259,10 +233,9 @@ let package = Package(
             name: "latchkey-web-example",
             dependencies: [
                 "Latchkey", "LatchkeyHummingbird", "LatchkeyHTTP", "LatchkeyPostgres", "LatchkeyDevProvider",
-                .product(name: "Hummingbird", package: "hummingbird"),
+                hummingbird,
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "Crypto", package: "swift-crypto"),
+                postgresNIO, crypto,
             ],
             path: "Examples/WebApp",
             swiftSettings: strictSettings
@@ -272,11 +245,7 @@ let package = Package(
             name: "latchkey-bench",
             dependencies: [
                 "Latchkey", "LatchkeySQLite", "LatchkeyPostgres", "LatchkeyHTTP", "LatchkeyDevProvider", "LatchkeyMCP",
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                "LatchkeyStorageTesting",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                lock,
+                httpTypes, "LatchkeyStorageTesting", postgresNIO, crypto, lock,
             ],
             path: "Benchmarks/latchkey-bench",
             swiftSettings: strictSettings
@@ -285,7 +254,7 @@ let package = Package(
         .executableTarget(
             name: "latchkey-store-worker",
             dependencies: [
-                "Latchkey", "LatchkeySQLite", "LatchkeyHTTP", .product(name: "HTTPTypes", package: "swift-http-types"),
+                "Latchkey", "LatchkeySQLite", "LatchkeyHTTP", httpTypes,
                 lock,
             ],
             path: "Tests/StoreWorker",
@@ -296,10 +265,7 @@ let package = Package(
             name: "latchkey-fleet-worker",
             dependencies: [
                 "Latchkey", "LatchkeyPostgres", "LatchkeySQLite", "LatchkeyHTTP",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                lock,
+                postgresNIO, httpTypes, crypto, lock,
             ],
             path: "Tests/FleetWorker",
             swiftSettings: strictSettings
@@ -311,14 +277,9 @@ let package = Package(
             dependencies: [
                 "Latchkey", "LatchkeyDevProvider",
                 // TestBrowser, for the web sign-in tests.
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
+                asyncHTTPClient, nioCore, nioHTTP1, nioPosix, logging, httpTypes,
                 .product(name: "Subprocess", package: "swift-subprocess"),
-                .product(name: "SystemPackage", package: "swift-system"),
+                systemPackage,
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
@@ -334,9 +295,7 @@ let package = Package(
                 // The schema-upgrade test writes an old store's rows itself.
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // DPoP proofs are checked with another library's verifier.
-                .product(name: "JWTKit", package: "jwt-kit"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                lock,
+                jwtKit, crypto, lock,
             ],
             swiftSettings: strictSettings
         ),
@@ -346,14 +305,8 @@ let package = Package(
             dependencies: [
                 "Latchkey", "LatchkeyHTTP", "LatchkeyDevProvider", "LatchkeySQLite", "LatchkeyTestSupport",
                 "LatchkeyURLRequest",
-                "LatchkeyHummingbird", .product(name: "Hummingbird", package: "hummingbird"),
-                "LatchkeyStorageTesting",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "JWTKit", package: "jwt-kit"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                "LatchkeyHummingbird", hummingbird,
+                "LatchkeyStorageTesting", asyncHTTPClient, logging, httpTypes, jwtKit, crypto, serviceLifecycle,
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
                 lock,
@@ -366,14 +319,13 @@ let package = Package(
             dependencies: [
                 "LatchkeyDevProvider", "LatchkeyTestSupport",
                 // The quick path's grammar, checked against the full tool's parser.
-                "LatchkeyCommandLine",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                "LatchkeyCommandLine", asyncHTTPClient,
                 // A passphrase-sealed key file as an earlier version wrote it.
-                .product(name: "Crypto", package: "swift-crypto"),
+                crypto,
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 // The loopback git server and Kubernetes API stand-in of the credential-helper tests;
                 // the stand-in verifies ID tokens with Latchkey's verifier.
-                .product(name: "Hummingbird", package: "hummingbird"),
+                hummingbird,
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 "Latchkey", "LatchkeyHTTP",
@@ -387,16 +339,10 @@ let package = Package(
             name: "LatchkeyPostgresTests",
             dependencies: [
                 "Latchkey", "LatchkeyPostgres", "LatchkeyStorageTesting", "LatchkeyTestSupport", "LatchkeyDevProvider",
-                "LatchkeyHummingbird", .product(name: "JWTKit", package: "jwt-kit"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
+                "LatchkeyHummingbird", jwtKit,
+                asyncHTTPClient, nioCore, nioHTTP1,
                 "LatchkeyHTTP", "LatchkeySQLite",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
-                lock,
+                postgresNIO, serviceLifecycle, crypto, logging, lock,
             ],
             swiftSettings: strictSettings
         ),
@@ -405,11 +351,7 @@ let package = Package(
             name: "LatchkeyDevProviderTests",
             dependencies: [
                 "LatchkeyDevProvider", "LatchkeyTestSupport",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "JWTKit", package: "jwt-kit"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                lock,
+                asyncHTTPClient, jwtKit, crypto, nioPosix, lock,
             ],
             swiftSettings: strictSettings
         ),
