@@ -12,11 +12,7 @@ struct CLIAccountSelectionTests: DevProviderCLITest {
     /// A device with alice (the default) and bob, whose provider answers git for git.example.com.
     func withTwoAccounts(_ body: (DevProvider, Device) async throws -> Void) async throws {
         try await withDevices { dev, a, _ in
-            #expect(try await a.run("provider", "remove", "dev").status == 0)
-            let added = try await a.run(
-                "provider", "add", "dev", "--allow-password-grant", "--issuer", dev.issuer.absoluteString,
-                "--client-id", "latchkey-cli", "--git-host", "git.example.com")
-            #expect(added.status == 0, "\(added.stderr)")
+            try await answerGit(for: "git.example.com", dev, on: a)
             #expect(try await login(a, "alice").status == 0)
             #expect(try await login(a, "bob").status == 0)
             #expect(try await a.run("use", "alice").status == 0)

@@ -16,9 +16,7 @@ struct CLIBrowserTests {
             "provider", "add", "dev", "--issuer", dev.issuer.absoluteString, "--client-id", "latchkey-cli")
         #expect(added.status == 0, "\(added.stderr)")
         try await Self.signIn(on: device, name: "dev-provider", extra: []) { browser in
-            try await browser.type("alice", into: "input[name=username]")
-            try await browser.type("alice-password", into: "input[name=password]")
-            try await browser.click("button[type=submit]")
+            try await Self.signInAsAlice(browser)
         }
         let accounts = try await device.run("--json", "accounts")
         #expect((accounts.array.first?["username"] as? String) == "alice")
@@ -35,11 +33,7 @@ struct CLIBrowserTests {
         let resource = dev.issuer.appendingPathComponent("mcp").absoluteString
         let answered = try await Self.signIn(
             on: device, name: "api-login", extra: [], command: ["api", "--login", resource]
-        ) { browser in
-            try await browser.type("alice", into: "input[name=username]")
-            try await browser.type("alice-password", into: "input[name=password]")
-            try await browser.click("button[type=submit]")
-        }
+        ) { browser in try await Self.signInAsAlice(browser) }
         #expect(answered.stdout.contains(#""username":"alice""#), "standard output is the answer: \(answered.stdout)")
         #expect(!answered.stdout.contains("Signed in"))
         #expect(answered.stderr.contains("Signed in as"), "\(answered.stderr)")
@@ -77,9 +71,7 @@ struct CLIBrowserTests {
     )
     func glewlwydResources() async throws {
         try await AsyncGate.glewlwyd.run {
-            let environment = try #require(
-                providerEnvironment("glewlwyd", variable: "LATCHKEY_GLEWLWYD_ENV"), "Glewlwyd is not running")
-            let issuer = try #require(environment["issuer"] as? String)
+            let issuer = try Self.glewlwydIssuer()
             let files = "https://files.latchkey.test/"
             let device = try Device()
             defer { device.cleanUp() }
@@ -95,12 +87,7 @@ struct CLIBrowserTests {
                 extra: [
                     "--redirect-port", "8765", "--resource", files, "--scope", "openid profile email offline_access",
                 ]
-            ) { browser in
-                try await browser.type("alice", into: "#username")
-                try await browser.type("alice-password", into: "#password")
-                try await browser.click("#loginbut")
-                try await browser.click("button[title='Continue to client application']")
-            }
+            ) { browser in try await Self.signInAsAliceOnGlewlwyd(browser) }
             let status = try await device.run("--json", "status")
             let row = try #require((status.object["accounts"] as? [[String: Any]])?.first)
             #expect(row["resources"] as? [String] == [files], "\(status.stdout)")
@@ -129,9 +116,7 @@ struct CLIBrowserTests {
     )
     func glewlwydMCPProxy() async throws {
         try await AsyncGate.glewlwyd.run {
-            let environment = try #require(
-                providerEnvironment("glewlwyd", variable: "LATCHKEY_GLEWLWYD_ENV"), "Glewlwyd is not running")
-            let issuer = try #require((environment["issuer"] as? String).flatMap(URL.init(string:)))
+            let issuer = try #require(URL(string: try Self.glewlwydIssuer()))
             // Glewlwyd issues tokens for the resources it knows: the server listens where it says.
             let server = try await PythonMCPServer.start(
                 issuer: issuer, client: "latchkey-confidential", secret: "latchkey-confidential-secret", port: 8773)
@@ -150,12 +135,7 @@ struct CLIBrowserTests {
                 extra: [
                     "--redirect-port", "8765", "--resource", endpoint, "--scope", "openid profile email offline_access",
                 ]
-            ) { browser in
-                try await browser.type("alice", into: "#username")
-                try await browser.type("alice-password", into: "#password")
-                try await browser.click("#loginbut")
-                try await browser.click("button[title='Continue to client application']")
-            }
+            ) { browser in try await Self.signInAsAliceOnGlewlwyd(browser) }
             let report = try await PythonMCPClient.run(device: device, endpoint: server.endpoint, calls: 3)
             #expect(report.errors.isEmpty, "\(report.errors) \(report.stderr)")
             #expect(report.tools == ["count", "echo", "whoami"])
@@ -165,6 +145,28 @@ struct CLIBrowserTests {
             #expect(token.object["resource"] as? String == endpoint, "the proxy's token was the resource's")
             await server.stop()
         }
+    }
+
+    /// Signs alice in on the development provider's login page.
+    static func signInAsAlice(_ browser: WebDriver.Session) async throws {
+        try await browser.type("alice", into: "input[name=username]")
+        try await browser.type("alice-password", into: "input[name=password]")
+        try await browser.click("button[type=submit]")
+    }
+
+    /// The issuer of the Glewlwyd that `scripts/providers/glewlwyd` started.
+    static func glewlwydIssuer() throws -> String {
+        let environment = try #require(
+            providerEnvironment("glewlwyd", variable: "LATCHKEY_GLEWLWYD_ENV"), "Glewlwyd is not running")
+        return try #require(environment["issuer"] as? String)
+    }
+
+    /// Signs alice in on Glewlwyd's login app, and lets the client go on.
+    static func signInAsAliceOnGlewlwyd(_ browser: WebDriver.Session) async throws {
+        try await browser.type("alice", into: "#username")
+        try await browser.type("alice-password", into: "#password")
+        try await browser.click("#loginbut")
+        try await browser.click("button[title='Continue to client application']")
     }
 
     /// Runs `latchkey login --browser` with a `$BROWSER` that hands the URL over, opens it in

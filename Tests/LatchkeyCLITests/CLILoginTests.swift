@@ -24,19 +24,11 @@ struct CLILoginTests: DevProviderCLITest {
         let prompt = try await login.standardError { $0.contains("\n(or open") }
         let code = try #require(prompt.split(separator: " ").dropFirst(3).first.map(String.init))
         #expect(prompt.hasPrefix("Enter the code \(code) at \(dev.url(.deviceVerification).absoluteString)"))
-        var request = HTTPClientRequest(url: dev.url(.deviceVerification).absoluteString)
-        request.method = .POST
-        request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
-        request.body = .bytes(
-            ByteBuffer(string: "user_code=\(code)&username=alice&password=alice-password&action=approve"))
-        let approval = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
-        #expect(approval.status == .ok)
+        try await Self.approve(code, at: dev)
         let finished = try await login.finish()
         #expect(finished.status == 0)
         // With --json, the instructions are a document of their own, before the result's.
-        let documents = try finished.stdout.split(separator: "\n").map {
-            try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
-        }
+        let documents = try Self.documents(finished.stdout)
         #expect(documents.count == 2)
         #expect(documents.first??["action"] as? String == "enter_code")
         #expect(documents.first??["userCode"] as? String == code)
@@ -70,17 +62,29 @@ struct CLILoginTests: DevProviderCLITest {
         let words = try #require(
             shown.range(of: "Enter the code ").map { shown[$0.upperBound...].split(separator: " ") })
         let code = try #require(words.first.map(String.init))
+        try await Self.approve(code, at: dev)
+        let finished = try await login.finish()
+        #expect(finished.status == 0, "\(finished.stdout)")
+        let stderr = try String(contentsOfFile: captured, encoding: .utf8)
+        #expect(stderr.contains("Enter the code \(code)"), "standard error has it too")
+        await dev.stop()
+    }
+
+    /// The JSON documents of `--json` output, one per line.
+    static func documents(_ output: String) throws -> [[String: Any]?] {
+        try output.split(separator: "\n").map {
+            try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+    }
+
+    /// Approves the device code `code` as alice, on the provider's verification page.
+    static func approve(_ code: String, at dev: DevProvider) async throws {
         var request = HTTPClientRequest(url: dev.url(.deviceVerification).absoluteString)
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
         request.body = .bytes(
             ByteBuffer(string: "user_code=\(code)&username=alice&password=alice-password&action=approve"))
         #expect(try await HTTPClient.shared.execute(request, timeout: .seconds(10)).status == .ok)
-        let finished = try await login.finish()
-        #expect(finished.status == 0, "\(finished.stdout)")
-        let stderr = try String(contentsOfFile: captured, encoding: .utf8)
-        #expect(stderr.contains("Enter the code \(code)"), "standard error has it too")
-        await dev.stop()
     }
 
     /// Plays the browser: posts the development provider's sign-in form for `url`, follows the
@@ -170,9 +174,7 @@ struct CLILoginTests: DevProviderCLITest {
         #expect(callback.hasPrefix("Signed in."))
         let finished = try await login.finish()
         #expect(finished.status == 0)
-        let documents = try finished.stdout.split(separator: "\n").map {
-            try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
-        }
+        let documents = try Self.documents(finished.stdout)
         #expect(documents.count == 2)
         #expect(documents.first??["action"] as? String == "open")
         #expect(documents.first??["url"] as? String == lines[1], "the URL to open, as a document first")

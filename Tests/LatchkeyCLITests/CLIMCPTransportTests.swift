@@ -12,19 +12,25 @@ import Testing
 struct CLIMCPTransportTests: DevProviderCLITest {
     func line(_ text: String) -> String { text + "\n" }
 
+    /// A scripted server, alice signed in for it on `device`, and a proxy to it whose session
+    /// `initialize` has started.
+    func initializedProxy(on device: Device) async throws -> (ScriptedMCPServer, ChildProcess) {
+        let server = try await ScriptedMCPServer.start()
+        let endpoint = server.endpoint.absoluteString
+        #expect(try await login(device, "alice", "--resource", endpoint).status == 0)
+        let proxy = try await ChildProcess.start(
+            CLI.binary, ["--home", device.path, "mcp-proxy", endpoint], environment: CLI.environment())
+        proxy.write(line(#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#))
+        _ = try await proxy.standardOutput { $0.contains(#""id":1"#) }
+        return (server, proxy)
+    }
+
     @Test(
         "session id and protocol version on every request, a cut answer resumed, the server's own message, the session ended"
     )
     func session() async throws {
         try await withDevices { _, a, _ in
-            let server = try await ScriptedMCPServer.start()
-            let endpoint = server.endpoint.absoluteString
-            #expect(try await login(a, "alice", "--resource", endpoint).status == 0)
-            let proxy = try await ChildProcess.start(
-                CLI.binary, ["--home", a.path, "mcp-proxy", endpoint], environment: CLI.environment())
-            proxy.write(
-                line(#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#))
-            _ = try await proxy.standardOutput { $0.contains(#""id":1"#) }
+            let (server, proxy) = try await initializedProxy(on: a)
             proxy.write(line(#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#))
             let unasked = try await proxy.standardOutput { $0.contains("unasked") }
             #expect(unasked.contains(#""method":"notifications/message""#), "the server's own stream was heard")
@@ -56,14 +62,7 @@ struct CLIMCPTransportTests: DevProviderCLITest {
     @Test("a session the server no longer knows: the request is answered with an error saying to start again")
     func sessionEnded() async throws {
         try await withDevices { _, a, _ in
-            let server = try await ScriptedMCPServer.start()
-            let endpoint = server.endpoint.absoluteString
-            #expect(try await login(a, "alice", "--resource", endpoint).status == 0)
-            let proxy = try await ChildProcess.start(
-                CLI.binary, ["--home", a.path, "mcp-proxy", endpoint], environment: CLI.environment())
-            proxy.write(
-                line(#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#))
-            _ = try await proxy.standardOutput { $0.contains(#""id":1"#) }
+            let (server, proxy) = try await initializedProxy(on: a)
             server.sessionEnded.withLockedValue { $0 = true }
             proxy.write(line(#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#))
             let answered = try await proxy.standardOutput { $0.contains(#""id":2"#) }

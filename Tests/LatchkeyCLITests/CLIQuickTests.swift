@@ -79,11 +79,7 @@ struct CLIQuickTests: DevProviderCLITest {
     @Test("git's get and kubectl's exec credential are answered as the full tool answers them")
     func helpers() async throws {
         try await withDevices { dev, a, _ in
-            #expect(try await a.run("provider", "remove", "dev").status == 0)
-            let added = try await a.run(
-                "provider", "add", "dev", "--allow-password-grant", "--issuer", dev.issuer.absoluteString,
-                "--client-id", "latchkey-cli", "--git-host", "git.example.com")
-            #expect(added.status == 0, "\(added.stderr)")
+            try await answerGit(for: "git.example.com", dev, on: a)
             #expect(try await login(a, "alice").status == 0)
             let front = try LoneFront()
             defer { front.folder.cleanUp() }

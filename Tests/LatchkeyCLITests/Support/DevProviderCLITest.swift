@@ -36,6 +36,15 @@ extension DevProviderCLITest {
         await dev.stop()
     }
 
+    /// Adds the provider again on `device`, as the one that answers git for `gitHost`.
+    func answerGit(for gitHost: String, _ dev: DevProvider, on device: Device) async throws {
+        #expect(try await device.run("provider", "remove", "dev").status == 0)
+        let added = try await device.run(
+            "provider", "add", "dev", "--allow-password-grant", "--issuer", dev.issuer.absoluteString,
+            "--client-id", "latchkey-cli", "--git-host", gitHost)
+        #expect(added.status == 0, "\(added.stderr)")
+    }
+
     func login(_ device: Device, _ user: String, _ extra: String...) async throws -> CLI.Run {
         try await device.run(
             arguments: ["login", "--username", user, "--password-stdin"] + extra, input: "\(user)-password")
