@@ -20,10 +20,18 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
 
     /// Uses an HTTP client of its own (redirects off), made at the first request and shut down
     /// by ``shutdown()``.
-    public init() {
+    ///
+    /// - Parameter idleTimeout: how long a connection is kept for the next request. A server
+    ///   closes its idle connections too (uvicorn and Node.js after 5 s): a request sent on one it
+    ///   is closing fails, so a client that talks to such servers between pauses keeps its own
+    ///   shorter than theirs.
+    public init(idleTimeout: Duration = .seconds(60)) {
         var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
         // Signing many accounts out means many revocations to one host at once.
-        configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 64)
+        let (seconds, attoseconds) = idleTimeout.components
+        configuration.connectionPool = .init(
+            idleTimeout: .milliseconds(max(1, seconds * 1_000 + attoseconds / 1_000_000_000_000_000)),
+            concurrentHTTP1ConnectionsPerHostSoftLimit: 64)
         // A refused connection is an answer: report it now (it is retryable, and the outbox
         // retries revocations) instead of retrying until the request's deadline.
         configuration.connectionPool.retryConnectionEstablishment = false

@@ -80,6 +80,9 @@ def main():
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", arguments.port))
+    # Listening before the URL is printed: a client that comes before uvicorn has started waits
+    # in the backlog instead of being refused.
+    listener.listen(128)
     port = listener.getsockname()[1]
     endpoint = f"http://127.0.0.1:{port}/mcp"
 

@@ -4,6 +4,7 @@ import Latchkey
 import LatchkeyCommandLine
 import LatchkeyHTTP
 import LatchkeyMCP
+import Logging
 
 /// `latchkey mcp-proxy URL`: an MCP stdio server for a remote MCP server, with the account's
 /// token on every request.
@@ -56,17 +57,25 @@ struct MCPProxyCommand: AsyncParsableCommand {
             endpoint: endpoint, resource: resource, scopes: scope.map { $0.split(separator: " ").map(String.init) },
             requestTimeout: .seconds(timeout), explain: { Self.explain($0, resource: resource) },
             report: { Output.error(Self.explain($0, resource: resource)) })
+        // Connections are kept idle for less than the 5 s after which uvicorn (the Python SDK's
+        // server) and Node.js close theirs: a message sent on one the server is closing would
+        // fail. The transport is shut down however serving ends.
+        let transport = AsyncHTTPClientTransport(idleTimeout: .seconds(4))
+        let served: Result<Void, any Error>
         do {
             try await MCPStandardIO.serve { deliver in
-                if let logger = Home.logger {
-                    return MCPProxy(
-                        configuration: configuration, credential: context.credential, logger: logger, deliver: deliver)
-                }
-                return MCPProxy(configuration: configuration, credential: context.credential, deliver: deliver)
+                MCPProxy(
+                    configuration: configuration, credential: context.credential, transport: transport,
+                    logger: Home.logger ?? Logger(label: "latchkey", factory: { _ in SwiftLogNoOpLogHandler() }),
+                    deliver: deliver)
             }
-        } catch let failure as MCPStandardIO.Failure {
-            throw CLIError.failed(failure.description)
+            served = .success(())
+        } catch {
+            served = .failure(error)
         }
+        try? await transport.shutdown()
+        if case .failure(let failure as MCPStandardIO.Failure) = served { throw CLIError.failed(failure.description) }
+        try served.get()
     }
 
     /// What a failure tells the user, in the JSON-RPC error and on standard error: what happened
