@@ -5,7 +5,9 @@ import Testing
 
 /// `latchkey mcp-proxy URL` between a real MCP client and a real OAuth-protected MCP server, both
 /// of the Python `mcp` SDK, with the development provider as the authorization server.
-@Suite("latchkey mcp-proxy with the Python MCP SDK's client and server")
+@Suite(
+    "latchkey mcp-proxy with the Python MCP SDK's client and server",
+    .enabled(if: providersRequired || PythonMCPServer.isAvailable))
 struct CLIMCPProxyTests {
     /// A development provider on a clock the test moves, an MCP server whose tokens it issues,
     /// and a device signed in for that server from its URL alone.

@@ -20,6 +20,19 @@ struct PythonMCPServer {
     let process: ChildProcess
     let endpoint: URL
 
+    /// Whether the Python MCP SDK is installed (`scripts/install-deps` installs it): asked of
+    /// python3 once, when the suites are planned.
+    static let isAvailable: Bool = {
+        let check = Process()
+        check.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        check.arguments = ["python3", "-c", "import mcp.server.mcpserver, mcp.client.stdio"]
+        check.standardOutput = FileHandle.nullDevice
+        check.standardError = FileHandle.nullDevice
+        guard (try? check.run()) != nil else { return false }
+        check.waitUntilExit()
+        return check.terminationStatus == 0
+    }()
+
     static func start(
         issuer: URL, client: String, secret: String, requiring scopes: [String] = [], jsonResponse: Bool = false,
         port: Int = 0
