@@ -10,14 +10,8 @@ import Testing
 struct CLILoginTests: DevProviderCLITest {
     @Test("login --device shows the code on standard error and signs in once it is approved")
     func deviceLogin() async throws {
-        var configuration = DevProviderConfiguration.default
-        configuration.devicePollingInterval = 1
-        let dev = try await DevProvider.start(configuration: configuration, signingKeys: SharedSigningKeys.get())
-        let device = try Device()
+        let (dev, device) = try await Self.deviceFlow()
         defer { device.cleanUp() }
-        _ = try await device.run(
-            "provider", "add", "dev", "--allow-password-grant", "--issuer", dev.issuer.absoluteString, "--client-id",
-            "latchkey-cli")
 
         let login = try await CLI.start(["--home", device.path, "--json", "login", "--device"])
         // The code is on standard error while the CLI polls.
@@ -39,18 +33,12 @@ struct CLILoginTests: DevProviderCLITest {
 
     @Test("login --device with standard error captured (a helper run by git or an IDE): the code reaches the terminal")
     func deviceCodeOnTerminal() async throws {
-        var configuration = DevProviderConfiguration.default
-        configuration.devicePollingInterval = 1
-        let dev = try await DevProvider.start(configuration: configuration, signingKeys: SharedSigningKeys.get())
-        let device = try Device()
+        let (dev, device) = try await Self.deviceFlow()
         let folder = try TemporaryFolder()
         defer {
             device.cleanUp()
             folder.cleanUp()
         }
-        _ = try await device.run(
-            "provider", "add", "dev", "--allow-password-grant", "--issuer", dev.issuer.absoluteString, "--client-id",
-            "latchkey-cli")
         // util-linux's script(1) runs the command on a terminal of its own, which becomes its
         // controlling terminal (/dev/tty), and copies what appears there to its standard output;
         // the command's standard error goes to a file nobody reads.
@@ -68,6 +56,18 @@ struct CLILoginTests: DevProviderCLITest {
         let stderr = try String(contentsOfFile: captured, encoding: .utf8)
         #expect(stderr.contains("Enter the code \(code)"), "standard error has it too")
         await dev.stop()
+    }
+
+    /// A provider that polls device codes every second, added on a new device.
+    static func deviceFlow() async throws -> (DevProvider, Device) {
+        var configuration = DevProviderConfiguration.default
+        configuration.devicePollingInterval = 1
+        let dev = try await DevProvider.start(configuration: configuration, signingKeys: SharedSigningKeys.get())
+        let device = try Device()
+        _ = try await device.run(
+            "provider", "add", "dev", "--allow-password-grant", "--issuer", dev.issuer.absoluteString, "--client-id",
+            "latchkey-cli")
+        return (dev, device)
     }
 
     /// The JSON documents of `--json` output, one per line.

@@ -20,10 +20,29 @@ struct JSONRPCPeek: Sendable, Hashable {
     /// Reads `message`; one that is not a JSON object (a batch, or not JSON) is peeked as a
     /// notification: forwarded, never waited for.
     init(_ message: Data) {
-        guard case .object(let object)? = try? JSONDecoder().decode(JSONValue.self, from: message) else { return }
-        id = object["id"].flatMap { $0 == .null ? nil : $0 }
-        method = object["method"]?.stringValue
-        if case .object(let result)? = object["result"] { protocolVersion = result["protocolVersion"]?.stringValue }
+        // Only these fields are decoded: a tool's result, however large, is never built into
+        // values, on a path every message of both sides takes.
+        guard let fields = try? JSONDecoder().decode(Fields.self, from: message) else { return }
+        (id, method, protocolVersion) = (fields.id, fields.method, fields.result?.protocolVersion)
+    }
+
+    /// The fields the transport reads; any other is skipped.
+    private struct Fields: Decodable {
+        struct Result: Decodable {
+            var protocolVersion: String?
+        }
+        var id: JSONValue?
+        var method: String?
+        var result: Result?
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            id = try container.decodeIfPresent(JSONValue.self, forKey: .id).flatMap { $0 == .null ? nil : $0 }
+            method = try? container.decodeIfPresent(String.self, forKey: .method)
+            result = try? container.decodeIfPresent(Result.self, forKey: .result)
+        }
+
+        enum CodingKeys: String, CodingKey { case id, method, result }
     }
 
     /// The JSON-RPC error answering the request `id`, with `message` (JSON-RPC 2.0 §5.1:
