@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import GRDB
 public import Latchkey
 
@@ -21,6 +21,25 @@ extension SQLiteCredentialStorage: ProviderDocumentStorage {
             try db.execute(
                 sql: "INSERT OR REPLACE INTO setting (name, value) VALUES (?, ?)",
                 arguments: [name, try document.sealed(with: sealer, for: key)])
+        }
+    }
+
+    /// Decided in one `IMMEDIATE` write transaction: no other process writes the row between
+    /// the read and the claim.
+    public func claimProviderDocumentRevalidation(for key: String, fetchedAt: Date, now: Date, until: Date)
+        async throws(StorageError) -> Bool
+    {
+        let name = Self.providerDocumentSetting(key)
+        return try await write { db, sealer in
+            guard
+                let claimed = try Data.fetchOne(db, sql: "SELECT value FROM setting WHERE name = ?", arguments: [name])
+                    .flatMap({ ProviderDocument(sealed: $0, for: key, sealer: sealer) })?
+                    .claimingRevalidation(fetchedAt: fetchedAt, now: now, until: until)
+            else { return false }
+            try db.execute(
+                sql: "UPDATE setting SET value = ? WHERE name = ?",
+                arguments: [try claimed.sealed(with: sealer, for: key), name])
+            return true
         }
     }
 

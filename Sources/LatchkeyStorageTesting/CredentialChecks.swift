@@ -150,4 +150,42 @@ enum CredentialChecks {
         #expect(try await documents.providerDocument(for: jwks) == nil)
         #expect(try await documents.providerDocument(for: discovery) == nil)
     }
+
+    /// The revalidation of a stale document is claimed by one caller of many at once; not while
+    /// another's claim runs, nor for a copy replaced meanwhile; again once the claim ran out.
+    static func providerDocumentClaims(_ storage: Storage) async throws {
+        guard let documents = storage.capabilities.providerDocuments else { return }
+        let key = "discovery https://a.example/.well-known/openid-configuration"
+        let fetched = Date(timeIntervalSince1970: 1_800_000_000)
+        let now = fetched.addingTimeInterval(90)
+        let stale = ProviderDocument(
+            body: Data(#"{"issuer":"https://a.example"}"#.utf8), fetchedAt: fetched,
+            expiresAt: fetched.addingTimeInterval(60))
+        #expect(
+            try await !documents.claimProviderDocumentRevalidation(
+                for: key, fetchedAt: fetched, now: now, until: now.addingTimeInterval(30)), "no document, no claim")
+        try await documents.setProviderDocument(stale, for: key)
+        let wins = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for _ in 0..<16 {
+                group.addTask {
+                    try await documents.claimProviderDocumentRevalidation(
+                        for: key, fetchedAt: fetched, now: now, until: now.addingTimeInterval(30))
+                }
+            }
+            return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+        }
+        #expect(wins == 1, "one caller of sixteen claims it")
+        let claimed = try #require(try await documents.providerDocument(for: key))
+        #expect(claimed.revalidationClaimedUntil == now.addingTimeInterval(30))
+        #expect(claimed.body == stale.body && claimed.expiresAt == stale.expiresAt)
+        let later = now.addingTimeInterval(31)
+        #expect(
+            try await !documents.claimProviderDocumentRevalidation(
+                for: key, fetchedAt: fetched.addingTimeInterval(-1), now: later, until: later.addingTimeInterval(30)),
+            "another copy than the one seen")
+        #expect(
+            try await documents.claimProviderDocumentRevalidation(
+                for: key, fetchedAt: fetched, now: later, until: later.addingTimeInterval(30)), "the claim ran out")
+        try await documents.removeProviderDocuments()
+    }
 }

@@ -71,6 +71,9 @@ public enum StorageContract {
         Check(
             name: "provider documents are kept per key with their dates, replaced, and beside no credential",
             body: CredentialChecks.providerDocuments),
+        Check(
+            name: "a stale provider document's revalidation is claimed by one caller of many, once per claim",
+            body: CredentialChecks.providerDocumentClaims),
     ]
 
     /// The checks of the credential lease: each rule of `LeaseTerms`, with a clock the checks

@@ -76,24 +76,42 @@ struct CLIMCPProxyTests {
         let dev = setup.dev
         let clients = 20
         let calls = 12
+        let phase = 3
+        // Each client waits at every third call for the others: the provider's clock moves past
+        // the access tokens' lifetime between calls, never while one is on its way (a token
+        // refreshed for a call may not expire before its retry), and all twenty proxies meet
+        // each expiry at once.
+        let gate = try TemporaryFolder()
+        defer { gate.cleanUp() }
         var running: [ChildProcess] = []
         for index in 0..<clients {
             running.append(
                 try await PythonMCPClient.start(
-                    device: setup.device, endpoint: setup.server.endpoint, calls: calls, pause: 0.05,
-                    text: "client\(index)"))
+                    device: setup.device, endpoint: setup.server.endpoint, calls: calls, pause: 0.01,
+                    text: "client\(index)", gate: (gate.path, phase)))
         }
-        // Each tool call is one introspection at the provider. Past a third of them, and past
-        // two thirds, and near the end, the provider's clock moves beyond the access tokens'
-        // lifetime: every proxy's next call meets a 401 at once.
+        let gates = stride(from: 0, to: calls, by: phase)
+        func open(_ start: Int) { _ = FileManager.default.createFile(atPath: gate.file("go-\(start)"), contents: nil) }
+        // A client that stopped early must not keep the others waiting after a failure.
+        defer { gates.forEach(open) }
+        for start in gates {
+            var waited = 0
+            while (0..<clients).contains(where: { gate.progress(of: "client\($0)") != start }) {
+                waited += 1
+                try #require(waited < 6_000, "every client reaches call \(start) within two minutes")
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            if start > 0 {
+                setup.clock.advance(by: .seconds(dev.configuration.accessTokenLifetime + 1))
+            } else {
+                // The proxies' first calls got the resource's own token: one exchange of the
+                // refresh token for all of them.
+                #expect(dev.faults.count("token.refresh_token") == 1)
+                dev.faults.resetCounters()
+            }
+            open(start)
+        }
         let total = clients * calls
-        for fraction in [3, 2] {
-            let mark = total - total / fraction
-            while dev.faults.count("introspection") < mark { try await Task.sleep(for: .milliseconds(20)) }
-            setup.clock.advance(by: .seconds(dev.configuration.accessTokenLifetime + 1))
-        }
-        while dev.faults.count("introspection") < total - clients { try await Task.sleep(for: .milliseconds(20)) }
-        setup.clock.advance(by: .seconds(dev.configuration.accessTokenLifetime + 1))
         var answered = 0
         for (index, process) in running.enumerated() {
             let report = try await PythonMCPClient.report(of: process)
@@ -102,8 +120,7 @@ struct CLIMCPProxyTests {
             answered += report.answers.count
         }
         #expect(answered == total)
-        // One refresh per expiry, never one per process (the first token is the sign-in's own,
-        // issued for this resource).
+        // One refresh per expiry, never one per process.
         #expect(dev.faults.count("token.refresh_token") == 3)
         #expect(await dev.liveGrants(of: "alice") == 1, "no refresh token was replayed: the grant lives")
         await setup.stop()
@@ -137,5 +154,12 @@ struct CLIMCPProxyTests {
         #expect(error.contains("files:write") || report.stderr.contains("files:write"), "\(report.stderr)")
         #expect(report.stderr.contains("latchkey login --resource \(setup.server.endpoint.absoluteString)"))
         await setup.stop()
+    }
+}
+
+extension TemporaryFolder {
+    /// How many calls a gated MCP client named `name` made when it last waited.
+    fileprivate func progress(of name: String) -> Int? {
+        (try? String(contentsOfFile: file(name), encoding: .utf8)).flatMap { Int($0) }
     }
 }

@@ -15,6 +15,33 @@ struct MultiProcessStoreTests {
         }
     }
 
+    @Test("eight processes meeting one stale provider document: one of them claims its revalidation")
+    func oneRevalidationClaim() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        let path = folder.file("credentials.sqlite")
+        let key = "discovery https://issuer.example/.well-known/openid-configuration"
+        let fetched = Date(timeIntervalSince1970: 1_800_000_000)
+        try await SQLiteCredentialStorage.open(path: path).setProviderDocument(
+            ProviderDocument(body: Data("{}".utf8), fetchedAt: fetched, expiresAt: fetched.addingTimeInterval(60)),
+            for: key)
+        var workers: [ChildProcess] = []
+        for _ in 0..<8 {
+            let process = try await ChildProcess.start(worker, ["claim", path, key])
+            _ = try await process.standardOutput { $0.contains("ready") }
+            workers.append(process)
+        }
+        for process in workers { process.write("go\n") }
+        var outcomes: [String] = []
+        for process in workers {
+            let result = try await process.finish()
+            #expect(result.status == 0, "\(result.stderr)")
+            outcomes += result.stdout.split(separator: "\n").map(String.init).filter { $0 == "won" || $0 == "lost" }
+        }
+        #expect(outcomes.count == 8)
+        #expect(outcomes.filter { $0 == "won" }.count == 1, "\(outcomes)")
+    }
+
     @Test("two processes adding 200 credentials each at once lose nothing")
     func twoWriters() async throws {
         let folder = try TemporaryFolder()

@@ -18,6 +18,10 @@
 //       For every line on standard input, asks credential ID for its access token (valid: no
 //       provider is asked) and prints "token T", "gone" when the credential was removed, or
 //       "error E"; it ends with standard input.
+//   latchkey-store-worker claim PATH KEY
+//       Opens the store at PATH, prints "ready", and at the first line on standard input claims
+//       the revalidation of the provider document under KEY (stale for 30 s by then), printing
+//       "won" or "lost".
 //   latchkey-store-worker dpop PATH ISSUER CLIENT SECRET ID CALLS
 //       Gets credential ID's access token (DPoP-bound; a refresh when it is marked rejected),
 //       then calls userinfo CALLS times; prints "refreshes R calls C failed F nonce-failures N
@@ -70,6 +74,16 @@ do {
         } catch {
             say("error \(error)")
         }
+    case "claim":
+        guard arguments.count == 4 else { fail("usage: latchkey-store-worker claim PATH KEY") }
+        let storage = try await SQLiteCredentialStorage.open(path: arguments[2])
+        say("ready")
+        _ = readLine()
+        guard let stored = try await storage.providerDocument(for: arguments[3]) else { fail("no document") }
+        let now = stored.expiresAt.addingTimeInterval(30)
+        let won = try await storage.claimProviderDocumentRevalidation(
+            for: arguments[3], fetchedAt: stored.fetchedAt, now: now, until: now.addingTimeInterval(30))
+        say(won ? "won" : "lost")
     case "dpop":
         try await DPoPWorker.run(Array(arguments.dropFirst(2)))
     case "watch":

@@ -2,15 +2,20 @@
 """A real MCP client (the Python `mcp` SDK's stdio client) that starts an MCP server command,
 lists its tools and calls them: what an MCP host does with `latchkey mcp-proxy URL`.
 
-    client.py [--calls N] [--text T] -- COMMAND [ARGUMENT]...
+    client.py [--calls N] [--text T] [--pause S] [--gate DIR --every K] -- COMMAND [ARGUMENT]...
 
 Prints one JSON object: the tools' names, the answers of N `echo` calls and one `whoami`, and
 the error of each call that failed (a call that hangs is a failure: each has 60 s).
+
+With --gate, before every K-th call the client writes how many calls it made to DIR/TEXT and
+waits for the file DIR/go-INDEX: a test moves a provider's clock between its clients' calls,
+never during one.
 """
 import argparse
 import asyncio
 import json
 import os
+import pathlib
 import sys
 
 from mcp import ClientSession, StdioServerParameters
@@ -35,6 +40,8 @@ async def run(arguments):
                 return result
             result["tools"] = sorted(tool.name for tool in listed.tools)
             for index in range(arguments.calls):
+                if arguments.gate and index % arguments.every == 0:
+                    await gate(pathlib.Path(arguments.gate), arguments.text, index)
                 try:
                     answer = await session.call_tool("echo", {"text": f"{arguments.text}-{index}"})
                     if answer.is_error:
@@ -53,11 +60,21 @@ async def run(arguments):
     return result
 
 
+async def gate(folder, name, index):
+    progress = folder / f"{name}.tmp"
+    progress.write_text(str(index))
+    progress.rename(folder / name)
+    while not (folder / f"go-{index}").exists():
+        await asyncio.sleep(0.02)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=1)
     parser.add_argument("--text", default="hello")
     parser.add_argument("--pause", type=float, default=0)
+    parser.add_argument("--gate")
+    parser.add_argument("--every", type=int, default=1)
     parser.add_argument("command", nargs=argparse.REMAINDER)
     arguments = parser.parse_args()
     if arguments.command and arguments.command[0] == "--":

@@ -38,6 +38,16 @@ public actor InMemoryCredentialStorage: CredentialStorage, OutboxStorage, DPoPNo
         providerDocuments[key] = document
     }
 
+    /// Claims a stale document's revalidation: atomic, as every call on the actor is.
+    public func claimProviderDocumentRevalidation(for key: String, fetchedAt: Date, now: Date, until: Date)
+        throws(StorageError) -> Bool
+    {
+        guard let claimed = providerDocuments[key]?.claimingRevalidation(fetchedAt: fetchedAt, now: now, until: until)
+        else { return false }
+        providerDocuments[key] = claimed
+        return true
+    }
+
     public func removeProviderDocuments() throws(StorageError) { providerDocuments = [:] }
 
     public func all() throws(StorageError) -> [StoredCredential] {

@@ -17,6 +17,16 @@ public protocol ProviderDocumentStorage: Sendable {
     /// Stores `document` under `key`, replacing the one there.
     func setProviderDocument(_ document: ProviderDocument, for key: String) async throws(StorageError)
 
+    /// Claims the revalidation of the document under `key` until `until`: the copy fetched at
+    /// `fetchedAt`, past its lifetime. `true` for the one caller that wins it; `false` when the
+    /// row holds another copy by now, or another caller's claim still runs at `now`.
+    ///
+    /// Atomic across every process and instance sharing the storage (a compare-and-swap, which
+    /// ``ProviderDocument/claimingRevalidation(fetchedAt:now:until:)`` decides inside one
+    /// transaction), so that twenty processes meeting one stale document send one revalidation.
+    func claimProviderDocumentRevalidation(for key: String, fetchedAt: Date, now: Date, until: Date)
+        async throws(StorageError) -> Bool
+
     /// Forgets every document kept (a provider removed, or refreshed by hand): each is fetched
     /// again when it is next needed.
     func removeProviderDocuments() async throws(StorageError)
@@ -48,6 +58,17 @@ public struct ProviderDocument: Sendable, Hashable, Codable {
         self.expiresAt = expiresAt
         self.entityTag = entityTag
         self.lastModified = lastModified
+    }
+
+    /// This document with its revalidation claimed until `until`, or `nil` when the claim is not
+    /// to be had: it is not the copy fetched at `fetchedAt` (it was revalidated meanwhile), or
+    /// another caller's claim still runs at `now`. A pure value: what each storage decides in
+    /// the transaction of ``ProviderDocumentStorage/claimProviderDocumentRevalidation(for:fetchedAt:now:until:)``.
+    public func claimingRevalidation(fetchedAt: Date, now: Date, until: Date) -> ProviderDocument? {
+        guard self.fetchedAt == fetchedAt, (revalidationClaimedUntil.map { $0 <= now }) ?? true else { return nil }
+        var claimed = self
+        claimed.revalidationClaimedUntil = until
+        return claimed
     }
 
     /// The document sealed with `sealer` for `key`, as the shipped backends store it.

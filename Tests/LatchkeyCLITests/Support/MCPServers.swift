@@ -67,16 +67,19 @@ struct PythonMCPClient {
         var status: Int32
     }
 
-    /// Starts a client of `latchkey --home HOME mcp-proxy URL PROXY_ARGUMENTS`.
+    /// Starts a client of `latchkey --home HOME mcp-proxy URL PROXY_ARGUMENTS`; with `gate`,
+    /// one that waits at every `every`-th call for the test (see `scripts/mcp/client.py`).
     static func start(
         device: Device, endpoint: URL, calls: Int, pause: Double = 0, text: String = "hello",
-        proxyArguments: [String] = [], environment: [String: String] = [:]
+        gate: (folder: String, every: Int)? = nil, proxyArguments: [String] = [],
+        environment: [String: String] = [:]
     ) async throws -> ChildProcess {
         let (python, arguments) = Scripts.python("mcp/client.py")
-        let client = [
-            "--calls", "\(calls)", "--pause", "\(pause)", "--text", text, "--", CLI.binary.path, "--home", device.path,
-            "mcp-proxy", endpoint.absoluteString,
-        ]
+        let gating = gate.map { ["--gate", $0.folder, "--every", "\($0.every)"] } ?? []
+        let client =
+            ["--calls", "\(calls)", "--pause", "\(pause)", "--text", text] + gating + [
+                "--", CLI.binary.path, "--home", device.path, "mcp-proxy", endpoint.absoluteString,
+            ]
         return try await ChildProcess.start(
             python, arguments + client + proxyArguments, environment: CLI.environment(environment))
     }

@@ -98,18 +98,21 @@ package final class ProviderDocuments: Sendable {
         return value
     }
 
-    /// Claims the revalidation of a stale copy in the store, then revalidates it in a task of
-    /// its own; a failure leaves the copy to the next caller once the claim runs out.
+    /// Claims the revalidation of a stale copy in the store (a compare-and-swap: of many callers
+    /// that saw it unclaimed, one wins), then revalidates it in a task of its own; a failure
+    /// leaves the copy to the next caller once the claim runs out.
     private func revalidateInBackground<Read: Sendable>(
         _ stale: ProviderDocument, key: String, now: Date, lifetime: TimeInterval,
         storage: any ProviderDocumentStorage,
         read: @escaping @Sendable (ProviderDocument) throws(ProviderError) -> Read,
         fetch: @escaping @Sendable (HTTPFields) async throws(ProviderError) -> HTTPTransportResponse
     ) async {
-        var claimed = stale
-        claimed.revalidationClaimedUntil = now.addingTimeInterval(Self.revalidationClaim)
         do {
-            try await storage.setProviderDocument(claimed, for: key)
+            guard
+                try await storage.claimProviderDocumentRevalidation(
+                    for: key, fetchedAt: stale.fetchedAt, now: now,
+                    until: now.addingTimeInterval(Self.revalidationClaim))
+            else { return }
         } catch {
             return
         }
