@@ -41,6 +41,7 @@ let package = Package(
         .library(name: "LatchkeyHTTP", targets: ["LatchkeyHTTP"]),
         .library(name: "LatchkeyURLRequest", targets: ["LatchkeyURLRequest"]),
         .library(name: "LatchkeyMCP", targets: ["LatchkeyMCP"]),
+        .library(name: "LatchkeyAgent", targets: ["LatchkeyAgent"]),
         .library(name: "LatchkeyDevProvider", targets: ["LatchkeyDevProvider"]),
         .library(name: "LatchkeyHummingbird", targets: ["LatchkeyHummingbird"]),
         .library(name: "LatchkeyStorageTesting", targets: ["LatchkeyStorageTesting"]),
@@ -156,6 +157,13 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // `latchkey agent`: a unix socket that hands out access tokens and DPoP proofs within
+        // its limits, and its client (remote hosts reach it through `ssh -R`).
+        .target(
+            name: "LatchkeyAgent",
+            dependencies: ["LatchkeyRecords", nioCore, nioPosix, logging, lock],
+            swiftSettings: strictSettings
+        ),
         // `URLRequest` support: on Linux it needs FoundationNetworking (libcurl and what it
         // links), which programs that do not use URLRequest should not load.
         .target(
@@ -218,9 +226,10 @@ let package = Package(
             name: "latchkey-full",
             dependencies: [
                 "Latchkey", "LatchkeyCommandLine",
-                "LatchkeySQLite", "LatchkeyPostgres", "LatchkeyHTTP", "LatchkeyMCP", "LatchkeyDevProvider",
+                "LatchkeySQLite", "LatchkeyPostgres", "LatchkeyHTTP", "LatchkeyMCP", "LatchkeyAgent",
+                "LatchkeyDevProvider",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                postgresNIO, crypto, logging, systemPackage,
+                postgresNIO, crypto, logging, systemPackage, nioPosix, httpTypes,
                 // The desktop keyring through secret-tool; scrypt for a passphrase-sealed key.
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
@@ -292,6 +301,8 @@ let package = Package(
             name: "LatchkeyTests",
             dependencies: [
                 "Latchkey", "LatchkeySQLite", "LatchkeyTestSupport", "LatchkeyStorageTesting", "LatchkeySQLiteReader",
+                // The agent's limits, decided without a socket.
+                "LatchkeyAgent",
                 // The schema-upgrade test writes an old store's rows itself.
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // DPoP proofs are checked with another library's verifier.

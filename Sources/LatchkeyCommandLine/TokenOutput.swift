@@ -66,7 +66,8 @@ package struct TokenDescription {
         ]
         if !idToken {
             fields["accessToken"] = .string(token)
-            fields["tokenType"] = .string(stored.dpop != nil ? "DPoP" : "Bearer")
+            fields["tokenType"] = .string(
+                stored.dpop != nil || stored.tokenType.lowercased() == "dpop" ? "DPoP" : "Bearer")
         }
         if let expiresAt { fields["expiresAt"] = .string(expiresAt.formatted(.iso8601)) }
         if let scope { fields["scope"] = .string(scope) }

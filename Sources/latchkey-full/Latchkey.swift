@@ -17,7 +17,8 @@ struct LatchkeyCommand: AsyncParsableCommand {
         version: LatchkeyVersion.current,
         subcommands: [
             ProviderCommand.self, Login.self, Accounts.self, Status.self, Use.self, TokenCommand.self, Refresh.self,
-            UserInfo.self, ApiCommand.self, ProofCommand.self, MCPProxyCommand.self, Revoke.self, Remove.self,
+            UserInfo.self, ApiCommand.self, ProofCommand.self, MCPProxyCommand.self, AgentCommand.self, Revoke.self,
+            Remove.self,
             SignOut.self, Outbox.self,
             CredentialCommand.self, KeyCommand.self,
             DevServer.self,

@@ -24,6 +24,14 @@ extension Credential {
         }
     }
 
+    /// Keeps `nonce` as the one the resource server at `url` wants in its next DPoP proof (its
+    /// `DPoP-Nonce` header, RFC 9449 §9), for every process sharing the store: for requests
+    /// authorized here (``authorized(_:resource:scopes:minimumValidity:)``) and sent by another
+    /// program, as `latchkey agent`'s callers send theirs.
+    public func recordDPoPNonce(_ nonce: String, for url: URL) async {
+        await store.dpopNonces.record(nonce, for: url)
+    }
+
     /// `request` with an access token valid for at least `minimumValidity` seconds (refreshed
     /// first when needed): `Authorization: Bearer`, or for tokens bound to the account's key
     /// `Authorization: DPoP` and a `DPoP` proof for this method and URL (RFC 9449 §7), with the

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import HTTPTypes
 import Latchkey
+import LatchkeyAgent
 import LatchkeyCommandLine
 import LatchkeyHTTP
 
@@ -74,6 +75,13 @@ struct ApiCommand: AsyncParsableCommand {
         if body != nil, request.headerFields[.contentType] == nil {
             request.headerFields[.contentType] = "application/json"
         }
+        let scopes = scope.map { $0.split(separator: " ").map(String.init) }
+        if let agent = AgentSocket.remote(for: global.location.location) {
+            return try finish(
+                try await RemoteAgent.send(
+                    request, body: body, account: account, resource: resource, scopes: scopes, at: agent,
+                    through: AsyncHTTPClientTransport.shared), target: target)
+        }
         if account == nil, try await global.location.providers().isEmpty {
             guard login else { try await Self.sayWhereToSignIn(for: target) }
             try await signIn(for: target)
@@ -82,14 +90,18 @@ struct ApiCommand: AsyncParsableCommand {
         let answer: HTTPTransportResponse
         do {
             answer = try await context.credential.send(
-                request, body: body, resource: resource.flatMap(URL.init(string:)),
-                scopes: scope.map { $0.split(separator: " ").map(String.init) },
+                request, body: body, resource: resource.flatMap(URL.init(string:)), scopes: scopes,
                 through: AsyncHTTPClientTransport.shared)
         } catch  where error.code == .transport || error.code == .timedOut {
             throw CLIError(status: .unreachable, description: "The request was not answered: \(error)")
         } catch {
             throw CLIError.provider(error, doing: "The request failed")
         }
+        try finish(answer, target: target)
+    }
+
+    /// Shows `answer`; a status other than 2xx fails the command, saying why.
+    private func finish(_ answer: HTTPTransportResponse, target: URL) throws {
         show(answer)
         guard (200..<300).contains(answer.response.status.code) else {
             throw CLIError.failed(
@@ -204,6 +216,12 @@ struct ProofCommand: AsyncParsableCommand {
                 "Give a method and an https URL (plain http to this machine only): \(Output.safe(method)) \(Output.safe(url))"
             )
         }
+        if let agent = AgentSocket.remote(for: global.location.location) {
+            let answer = try await RemoteAgent.ask(
+                AgentRequest(.authorize, account: account, resource: resource, method: method.rawValue, url: url),
+                at: agent)
+            return printProof(authorization: answer.authorization ?? "", proof: answer.proof ?? "")
+        }
         let context = try await global.account(account)
         guard context.stored.token.dpop != nil else {
             throw CLIError.input(
@@ -217,8 +235,12 @@ struct ProofCommand: AsyncParsableCommand {
         } catch {
             throw CLIError.provider(error, doing: "No proof")
         }
-        let authorization = request.headerFields[.authorization] ?? ""
-        let proof = request.headerFields.first { $0.name.canonicalName == "dpop" }?.value ?? ""
+        printProof(
+            authorization: request.headerFields[.authorization] ?? "",
+            proof: request.headerFields.first { $0.name.canonicalName == "dpop" }?.value ?? "")
+    }
+
+    private func printProof(authorization: String, proof: String) {
         if global.json {
             Output.json(["authorization": authorization, "dpop": proof])
         } else {

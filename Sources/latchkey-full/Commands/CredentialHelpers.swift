@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Latchkey
+import LatchkeyAgent
 import LatchkeyCommandLine
 
 /// `latchkey credential …`: tokens handed to the tools people already run.
@@ -37,6 +38,15 @@ struct CredentialCommand: AsyncParsableCommand {
             // whether a person is there to answer (this plugin never asks either way).
             let apiVersion = ExecCredential.apiVersion(
                 execInfo: ProcessInfo.processInfo.environment["KUBERNETES_EXEC_INFO"])
+            if let agent = AgentSocket.remote(for: global.location.location) {
+                let answer = try await RemoteAgent.ask(
+                    AgentRequest(token == .id ? .idToken : .token, account: account), at: agent)
+                guard let value = answer.token else { throw CLIError.failed("The agent gave no token for kubectl.") }
+                writeAll(
+                    STDOUT_FILENO,
+                    try ExecCredential(apiVersion: apiVersion, token: value, expiry: answer.expiresAt).json)
+                return
+            }
             let context: AccountContext
             do {
                 context = try await global.account(account) { _ in false }
@@ -95,6 +105,9 @@ struct CredentialCommand: AsyncParsableCommand {
             guard operation != .store, let host = request.host, ["http", "https"].contains(request.protocol) else {
                 return
             }
+            if let agent = AgentSocket.remote(for: global.location.location) {
+                return try await answer(request, through: agent)
+            }
             let session = try await global.location.openStore()
             guard let entry = try await session.home.providers().first(where: { $0.gitHosts?.contains(host) == true })
             else { return }
@@ -151,6 +164,33 @@ struct CredentialCommand: AsyncParsableCommand {
 
         /// The account that answers for `entry`'s hosts (``AccountChoice/gitAccount(among:named:default:)``),
         /// or `nil` after saying why there is none.
+        /// git's question answered by `latchkey agent` at `path`: the agent's account (git's
+        /// username, when it names one), its access token; `erase` tells the agent.
+        private func answer(_ request: GitCredentialRequest, through path: String) async throws {
+            let account = AccountChoice.reference(
+                request.fields["username"], environment: ProcessInfo.processInfo.environment)
+            switch operation {
+            case .get:
+                let answer = try await RemoteAgent.ask(AgentRequest(.token, account: account), at: path)
+                guard let token = answer.token, answer.tokenType?.lowercased() != "dpop",
+                    let text = GitCredentialRequest.answer(
+                        for: CredentialMetadata(
+                            preferredUsername: answer.account, issuer: answer.issuer ?? "", clientID: ""),
+                        password: token, expiry: answer.expiresAt)
+                else {
+                    Output.error(
+                        "No token for git from the agent: none, or one bound to a key (DPoP), which git cannot send.")
+                    return
+                }
+                writeAll(STDOUT_FILENO, text)
+            case .erase:
+                guard let password = request.password else { return }
+                _ = try await RemoteAgent.ask(AgentRequest(.reject, account: account, accessToken: password), at: path)
+            case .store:
+                return
+            }
+        }
+
         private func gitAccount(of entry: ProviderEntry, gitUsername: String?, in session: Session) async throws
             -> StoredCredential?
         {

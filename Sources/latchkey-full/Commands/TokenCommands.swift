@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Latchkey
+import LatchkeyAgent
 import LatchkeyCommandLine
 
 /// `latchkey token [ACCOUNT]`: the raw access token, refreshed if needed (like `gh auth token`
@@ -63,6 +64,7 @@ struct TokenCommand: AsyncParsableCommand {
 
     func run() async throws {
         _ = Self.started
+        if let agent = AgentSocket.remote(for: global.location.location) { return try await run(through: agent) }
         let resource = resource.flatMap(URL.init(string:))
         let scopes = scope.map { $0.split(separator: " ").map(String.init) }
         let validity = minValidity?.seconds ?? 60
@@ -122,6 +124,37 @@ struct TokenCommand: AsyncParsableCommand {
     }
 }
 
+extension TokenCommand {
+    /// The token from `latchkey agent` at `path`, printed as one from the store would be.
+    func run(through path: String) async throws {
+        guard !force else { throw CLIError.input("--force is for the machine that holds the store, not an agent's.") }
+        let answer = try await RemoteAgent.ask(
+            AgentRequest(
+                idToken ? .idToken : .token, account: account, resource: resource,
+                scopes: scope.map { $0.split(separator: " ").map(String.init) }, minimumValidity: minValidity?.seconds),
+            at: path)
+        guard let token = answer.token else { throw CLIError.failed("The agent gave no token.") }
+        let stored = Token(
+            accessToken: idToken ? nil : token, tokenType: answer.tokenType ?? "Bearer", idToken: idToken ? token : nil,
+            scopes: answer.scopes, issuedAt: Date(), expiresAt: answer.expiresAt,
+            provider: ProviderIdentity(issuer: answer.issuer ?? "", clientID: ""))
+        let description = TokenDescription(
+            token: token, idToken: idToken, stored: stored, resource: resource.flatMap(URL.init(string:)), key: "",
+            account: answer.account ?? account ?? "")
+        switch format ?? (global.json ? .json : .token) {
+        case .token: Output.line(token)
+        case .json: Output.json(description.fields)
+        case .export: for line in description.exportLines { Output.line(line) }
+        case .headers:
+            guard stored.tokenType.lowercased() != "dpop" else {
+                throw CLIError.input(
+                    "This token is bound to a key (DPoP): use `latchkey api URL`, or `latchkey proof`.")
+            }
+            Output.json(description.headers)
+        }
+    }
+}
+
 /// `latchkey refresh [ACCOUNT]`.
 struct Refresh: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Refresh the account's tokens now.")
@@ -157,12 +190,15 @@ struct UserInfo: AsyncParsableCommand {
     var account: String? { accountArgument.reference }
 
     func run() async throws {
-        let credential = try await global.account(account).credential
         let claims: [String: JSONValue]
-        do {
-            claims = try await credential.userInfo()
-        } catch {
-            throw CLIError.provider(error, doing: "Userinfo failed")
+        if let agent = AgentSocket.remote(for: global.location.location) {
+            claims = try await RemoteAgent.ask(AgentRequest(.userInfo, account: account), at: agent).claims ?? [:]
+        } else {
+            do {
+                claims = try await global.account(account).credential.userInfo()
+            } catch let error as ProviderError {
+                throw CLIError.provider(error, doing: "Userinfo failed")
+            }
         }
         if global.json {
             Output.json(claims)

@@ -1,0 +1,74 @@
+import Foundation
+
+/// What a process asks `latchkey agent` for: one JSON object on one line of the agent's socket.
+///
+/// The agent hands out access tokens, DPoP proofs and an account's claims; it never hands out a
+/// refresh token, a DPoP key or the store's key, and an ID token only through a socket that
+/// allows it (``AgentPolicy/allowsIDTokens``).
+public struct AgentRequest: Sendable, Codable, Hashable {
+    /// What is asked.
+    public enum Operation: String, Sendable, Codable, Hashable {
+        /// An access token (the account's, or a resource's and narrower scopes').
+        case token
+        /// The account's ID token.
+        case idToken = "id-token"
+        /// The `Authorization` header (and for a bound token the `DPoP` proof) of one request.
+        case authorize
+        /// The access token a server refused (``AgentRequest/accessToken``): the next one is new.
+        case reject
+        /// The account's claims from the provider's userinfo endpoint.
+        case userInfo = "userinfo"
+        /// A refresh token: always refused (a socket never hands one out).
+        case refreshToken = "refresh-token"
+        /// Stops the agent (only through its owner's socket).
+        case stop
+    }
+
+    /// What is asked.
+    public var operation: Operation
+    /// An account id, username or email; the agent's choice (its one account, or the default)
+    /// when `nil`.
+    public var account: String?
+    /// The resource the token is for (RFC 8707).
+    public var resource: String?
+    /// Scopes narrower than the grant's.
+    public var scopes: [String]?
+    /// How long the token must stay valid, in seconds.
+    public var minimumValidity: Double?
+    /// ``Operation/authorize``: the request's method and URL, and the server's DPoP nonce.
+    public var method: String?
+    /// ``Operation/authorize``: the request's URL.
+    public var url: String?
+    /// ``Operation/authorize``: the DPoP nonce the server gave.
+    public var nonce: String?
+    /// ``Operation/reject``: the access token the server refused.
+    public var accessToken: String?
+
+    /// Creates a request.
+    public init(
+        _ operation: Operation, account: String? = nil, resource: String? = nil, scopes: [String]? = nil,
+        minimumValidity: Double? = nil, method: String? = nil, url: String? = nil, nonce: String? = nil,
+        accessToken: String? = nil
+    ) {
+        self.operation = operation
+        self.account = account
+        self.resource = resource
+        self.scopes = scopes
+        self.minimumValidity = minimumValidity
+        self.method = method
+        self.url = url
+        self.nonce = nonce
+        self.accessToken = accessToken
+    }
+}
+
+extension AgentRequest: CustomStringConvertible {
+    /// The operation, account and resource: never a token.
+    public var description: String {
+        var parts = [operation.rawValue]
+        if let account { parts.append("account \(account)") }
+        if let resource { parts.append("resource \(resource)") }
+        if let scopes { parts.append("scopes \(scopes.joined(separator: " "))") }
+        return parts.joined(separator: ", ")
+    }
+}

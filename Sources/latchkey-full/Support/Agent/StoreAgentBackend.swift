@@ -1,0 +1,96 @@
+import Foundation
+import HTTPTypes
+import Latchkey
+import LatchkeyAgent
+import LatchkeyCommandLine
+
+/// What `latchkey agent` answers with: the opened store of this machine. Every token it hands
+/// out comes from the account's ``Credential`` — refreshed, when it must be, once for every
+/// caller and process, as any command's — and nothing else (no refresh token, no key) leaves it.
+struct StoreAgentBackend: AgentBackend {
+    let session: Session
+
+    func answer(_ request: AgentRequest) async -> AgentAnswer {
+        do {
+            let stored = try await session.account(request.account)
+            let credential = try await session.credential(stored)
+            var answer = try await answer(request, credential: credential)
+            answer.account = stored.metadata.displayName ?? stored.id.rawValue
+            answer.issuer = stored.token.provider.issuer
+            return answer
+        } catch let error as CLIError {
+            switch error.status {
+            case .signInRequired: return .failed(.signInRequired, error.description)
+            case .unreachable: return .failed(.unreachable, error.description)
+            // Nobody is signed in on the agent's machine (a sign-out there): sign in there.
+            case _ where request.account == nil:
+                return .failed(
+                    .signInRequired, "\(error.description) Sign in on the agent's machine: `latchkey login`.")
+            default: return .failed(.notFound, error.description)
+            }
+        } catch let error as ProviderError {
+            return Self.failure(error)
+        } catch {
+            return .failed(.failed, "The agent could not answer: \(error)")
+        }
+    }
+
+    private func answer(_ request: AgentRequest, credential: Credential) async throws -> AgentAnswer {
+        let validity = request.minimumValidity ?? 60
+        let resource = request.resource.flatMap(URL.init(string:))
+        switch request.operation {
+        case .token:
+            if resource != nil || request.scopes != nil {
+                let token = try await credential.resourceToken(
+                    for: resource, scopes: request.scopes, minimumValidity: validity)
+                return AgentAnswer(
+                    token: token.accessToken, tokenType: token.tokenType, expiresAt: token.expiresAt,
+                    scopes: token.scopes ?? token.requestedScopes)
+            }
+            let value = try await credential.accessToken(validFor: validity)
+            let token = try await credential.token
+            return AgentAnswer(
+                token: value, tokenType: token.tokenType, expiresAt: token.expiresAt, scopes: token.scopes)
+        case .idToken:
+            let value = try await credential.idToken(minimumValidity: validity)
+            return AgentAnswer(
+                token: value, tokenType: "id_token", expiresAt: try await credential.token.idTokenExpiresAt)
+        case .authorize:
+            guard let url = request.url.flatMap(URL.init(string:)), EndpointSecurity.isAcceptable(url),
+                let method = request.method.flatMap({ HTTPRequest.Method($0.uppercased()) })
+            else {
+                return .failed(.invalid, "Give a method and an https URL (plain http to this machine only).")
+            }
+            if let nonce = request.nonce { await credential.recordDPoPNonce(nonce, for: url) }
+            let authorized = try await credential.authorized(
+                HTTPRequest(method: method, url: url), resource: resource, scopes: request.scopes,
+                minimumValidity: validity)
+            let token = try await credential.token
+            let expiry =
+                resource != nil || request.scopes != nil
+                ? token.resourceTokens[ResourceToken.key(resource: request.resource, scopes: request.scopes)]?.expiresAt
+                : token.expiresAt
+            return AgentAnswer(
+                expiresAt: expiry, authorization: authorized.headerFields[.authorization],
+                proof: authorized.headerFields.first { $0.name.canonicalName == "dpop" }?.value)
+        case .reject:
+            if let refused = request.accessToken { try await credential.reject(accessToken: refused) }
+            return AgentAnswer(message: "Noted: the next token is a new one.")
+        case .userInfo:
+            return AgentAnswer(claims: try await credential.userInfo())
+        case .refreshToken, .stop:
+            return .failed(.refused, "Not something the agent's store answers.")
+        }
+    }
+
+    /// What a provider's refusal tells the caller.
+    static func failure(_ error: ProviderError) -> AgentAnswer {
+        if error.requiresSignIn {
+            return .failed(.signInRequired, "The account must sign in again, on the agent's machine: \(error)")
+        }
+        if error.code == .transport || error.code == .timedOut {
+            return .failed(.unreachable, "The provider could not be reached: \(error)")
+        }
+        return .failed(.failed, "\(error)")
+    }
+}

@@ -1,0 +1,182 @@
+import Foundation
+import LatchkeyDevProvider
+import LatchkeyTestSupport
+import Testing
+
+/// `latchkey agent`: a device's store handing tokens to commands that have none, through its
+/// socket, within the limits of that socket; and how it stands a flood.
+@Suite("latchkey agent")
+struct CLIAgentTests: DevProviderCLITest {
+    /// A running agent: its process and socket.
+    struct Agent {
+        let process: ChildProcess
+        let socket: String
+
+        /// Starts `latchkey --home HOME agent ARGUMENTS --socket SOCKET` in its own session (no
+        /// terminal to confirm anything on), once it listens.
+        static func start(on device: Device, _ arguments: [String], socket: String) async throws -> Agent {
+            let process = try await ChildProcess.start(
+                URL(fileURLWithPath: "/usr/bin/setsid"),
+                [CLI.binary.path, "--home", device.path, "agent"] + arguments + ["--socket", socket],
+                environment: CLI.environment(), input: "")
+            // A forwarding socket is announced on standard error; the owner's as ssh-agent does.
+            let said =
+                arguments.contains("--forward")
+                ? try await process.standardError { $0.contains("Forwarding socket") }
+                : try await process.standardOutput { $0.contains("export") }
+            #expect(said.contains(socket), "\(said)")
+            return Agent(process: process, socket: socket)
+        }
+
+        /// The resource a restricted socket hands out tokens for.
+        static let api = "https://api.latchkey.test/"
+
+        /// alice and bob signed in on `device` (bob the default), and a forwarding socket for
+        /// alice's tokens for ``api`` only.
+        static func restricted(on device: Device, in folder: TemporaryFolder) async throws -> Agent {
+            for user in ["alice", "bob"] {
+                let signedIn = try await device.run(
+                    arguments: ["login", "--username", user, "--password-stdin"], input: "\(user)-password")
+                #expect(signedIn.status == 0, "\(signedIn.stderr)")
+            }
+            return try await start(
+                on: device, ["--forward", "--account", "alice", "--resource", api], socket: folder.file("forward.sock"))
+        }
+
+        /// `latchkey ARGUMENTS` as a machine with no store runs it: an empty home, the socket.
+        func ask(_ arguments: String...) async throws -> CLI.Run { try await ask(arguments: arguments) }
+
+        func ask(arguments: [String]) async throws -> CLI.Run {
+            let empty = try Device()
+            defer { empty.cleanUp() }
+            return try await empty.run(arguments: arguments, environment: ["LATCHKEY_AGENT_SOCK": socket])
+        }
+    }
+
+    @Test("a machine without a store gets tokens, proofs and claims from the agent; after a sign-out, exit 4")
+    func ownerSocket() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        try await withDevices { dev, a, _ in
+            #expect(try await login(a, "alice").status == 0)
+            let agent = try await Agent.start(on: a, ["--foreground"], socket: folder.file("agent.sock"))
+            var status = stat()
+            #expect(
+                stat(agent.socket, &status) == 0 && status.st_mode & 0o777 == 0o600, "the socket is the user's alone")
+            let local = try await a.run("token")
+            let remote = try await agent.ask("token")
+            #expect(remote.status == 0, "\(remote.stderr)")
+            #expect(remote.stdout == local.stdout, "the store's token, as the store's own command prints it")
+            let claims = try await agent.ask("userinfo", "--json")
+            #expect(claims.status == 0, "\(claims.stderr)")
+            #expect(claims.object["preferred_username"] as? String == "alice")
+            let userinfo = dev.issuer.appendingPathComponent("userinfo").absoluteString
+            let api = try await agent.ask("api", userinfo)
+            #expect(api.status == 0, "\(api.stderr)")
+            #expect(api.stdout.contains("alice"))
+            let json = try await agent.ask("token", "--json")
+            #expect(json.object["issuer"] as? String == dev.issuer.absoluteString, "\(json.stdout)")
+            #expect(try await agent.ask("token", "--id-token").status == 0, "the owner's socket gives ID tokens")
+            let kubectl = try await agent.ask("credential", "kubectl")
+            #expect(kubectl.status == 0 && kubectl.stdout.contains("ExecCredential"), "\(kubectl.stderr)")
+
+            #expect(try await a.run("signout", "--yes").status == 0)
+            let signedOut = try await agent.ask("token")
+            #expect(signedOut.status == 4, "\(signedOut.stderr)")
+            #expect(!signedOut.stderr.isEmpty)
+            let log = try String(contentsOfFile: a.path + "/agent.log", encoding: .utf8)
+            #expect(log.contains("token") && log.contains("uid \(getuid())"))
+            #expect(!log.contains(local.stdout.trimmingCharacters(in: .whitespacesAndNewlines)), "no token in the log")
+
+            let stopped = try await agent.ask("agent", "--stop", "--socket", agent.socket)
+            #expect(stopped.status == 0, "\(stopped.stderr)")
+            #expect(try await agent.process.finish().status == 0)
+            #expect(!FileManager.default.fileExists(atPath: agent.socket))
+        }
+    }
+
+    @Test("a forwarding socket hands out one account's tokens for one resource; nothing else, each refusal said")
+    func restrictedSocket() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        try await withDevices { _, a, _ in
+            let agent = try await Agent.restricted(on: a, in: folder)
+            let api = Agent.api
+            let narrowed = try await agent.ask("token", "--json")
+            #expect(narrowed.status == 0, "\(narrowed.stderr)")
+            #expect(narrowed.object["account"] as? String == "alice", "its one account, though bob is the default")
+            let direct = try await a.run("token", "alice", "--resource", api)
+            #expect(narrowed.object["token"] as? String == direct.stdout.trimmingCharacters(in: .newlines))
+            for (arguments, refusal) in [
+                (["token", "--resource", "https://other.latchkey.test/"], "does not hand out tokens for"),
+                (["token", "bob"], "does not hand out tokens of bob"),
+                (["token", "--id-token"], "ID tokens"),
+                (["userinfo"], "userinfo"),
+                (["agent", "--stop", "--socket", agent.socket], "cannot stop"),
+            ] {
+                let run = try await agent.ask(arguments: arguments)
+                #expect(run.status == 1, "\(arguments): \(run.stderr)")
+                #expect(run.stderr.contains(refusal), "\(arguments): \(run.stderr)")
+            }
+            // No command asks for a refresh token; a peer that does is refused all the same.
+            let (python, script) = Scripts.python("agent/ask.py")
+            let raw = try await ChildProcess.run(
+                python, script + [agent.socket, #"{"operation":"refresh-token"}"#], environment: CLI.environment(),
+                input: "")
+            #expect(raw.stdout.contains("never hands out a refresh token"), "\(raw.stdout) \(raw.stderr)")
+            agent.process.send(signal: SIGTERM)
+            _ = try await agent.process.finish()
+        }
+    }
+
+    @Test("with --confirm and nobody to confirm on the agent's terminal, every use is refused")
+    func unconfirmed() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        try await withDevices { _, a, _ in
+            #expect(try await login(a, "alice").status == 0)
+            // In a session of its own (setsid): no terminal to ask on.
+            let agent = try await Agent.start(on: a, ["--forward", "--confirm"], socket: folder.file("confirm.sock"))
+            let refused = try await agent.ask("token")
+            #expect(refused.status == 1)
+            #expect(refused.stderr.contains("not confirmed"), "\(refused.stderr)")
+            agent.process.send(signal: SIGTERM)
+            _ = try await agent.process.finish()
+        }
+    }
+
+    @Test("10,000 connections: those beyond the limit are turned away, memory stays bounded, the agent answers on")
+    func flood() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        try await withDevices { _, a, _ in
+            #expect(try await login(a, "alice").status == 0)
+            let agent = try await Agent.start(on: a, ["--foreground"], socket: folder.file("agent.sock"))
+            #expect(try await agent.ask("token").status == 0)
+            let before = try #require(Self.residentKiB(of: agent.process.processIdentifier))
+            let (python, script) = Scripts.python("agent/flood.py")
+            let flood = try await ChildProcess.run(
+                python, script + [agent.socket, "10000", "200"], environment: CLI.environment(), input: "")
+            #expect(flood.status == 0, "\(flood.stderr)")
+            let report = try #require(
+                try JSONSerialization.jsonObject(with: Data(flood.stdout.utf8)) as? [String: Int], "\(flood.stdout)")
+            #expect(report["opened"] == 10_000)
+            // 200 held at a time, 64 admitted: the rest of each batch is turned away.
+            #expect((report["busy"] ?? 0) >= 50 * (200 - 64), "\(report)")
+            let after = try #require(Self.residentKiB(of: agent.process.processIdentifier))
+            #expect(after - before < 48 * 1024, "grew from \(before) KiB to \(after) KiB")
+            let answered = try await agent.ask("token")
+            #expect(answered.status == 0, "the agent answers after the flood and the peers that left mid-request")
+            agent.process.send(signal: SIGTERM)
+            _ = try await agent.process.finish()
+        }
+    }
+
+    /// The resident memory of process `pid`, in KiB (`VmRSS` of `/proc/PID/status`).
+    static func residentKiB(of pid: Int32) -> Int? {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
+        return status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") }.flatMap {
+            Int($0.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
+        }
+    }
+}

@@ -1,0 +1,51 @@
+#!/usr/bin/env python3
+"""Floods a `latchkey agent` socket, as a hostile or broken peer would:
+
+    flood.py SOCKET COUNT BATCH
+
+Opens COUNT connections, BATCH at a time held open together, and counts those the agent turned
+away (it answers `busy` and closes beyond its limit); then sends a request and goes away before
+the answer, and half a request and goes away. Prints one JSON object: {"opened", "busy"}.
+"""
+import json
+import select
+import socket
+import sys
+import time
+
+
+def main():
+    path, count, batch = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    opened = busy = 0
+    for start in range(0, count, batch):
+        held = []
+        for _ in range(min(batch, count - start)):
+            connection = socket.socket(socket.AF_UNIX)
+            connection.connect(path)
+            held.append(connection)
+        opened += len(held)
+        # The turned-away ones answer at once; the admitted ones say nothing.
+        # Once they have answered, a quiet moment ends the wait (the admitted stay quiet).
+        waiting, started, answered = list(held), time.monotonic(), 0
+        while waiting and time.monotonic() < started + 2:
+            readable, _, _ = select.select(waiting, [], [], 0.1)
+            if not readable and (answered or time.monotonic() > started + 1):
+                break
+            answered += len(readable)
+            for connection in readable:
+                if b"busy" in connection.recv(4096):
+                    busy += 1
+                waiting.remove(connection)
+        for connection in held:
+            connection.close()
+    # A request whose asker goes away before the answer, and half a request.
+    for payload in (b'{"operation":"token"}\n', b'{"operation":"tok'):
+        connection = socket.socket(socket.AF_UNIX)
+        connection.connect(path)
+        connection.sendall(payload)
+        connection.close()
+    print(json.dumps({"opened": opened, "busy": busy}), flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
