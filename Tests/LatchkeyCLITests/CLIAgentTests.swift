@@ -46,7 +46,9 @@ struct CLIAgentTests: DevProviderCLITest {
         /// `latchkey ARGUMENTS` as a machine with no store runs it: an empty home, the socket.
         func ask(_ arguments: String...) async throws -> CLI.Run { try await ask(arguments: arguments) }
 
-        func ask(arguments: [String]) async throws -> CLI.Run {
+        func ask(arguments: [String]) async throws -> CLI.Run { try await Self.ask(through: socket, arguments) }
+
+        static func ask(through socket: String, _ arguments: [String]) async throws -> CLI.Run {
             let empty = try Device()
             defer { empty.cleanUp() }
             return try await empty.run(arguments: arguments, environment: ["LATCHKEY_AGENT_SOCK": socket])
@@ -170,6 +172,74 @@ struct CLIAgentTests: DevProviderCLITest {
             agent.process.send(signal: SIGTERM)
             _ = try await agent.process.finish()
         }
+    }
+
+    @Test("--confirm on a terminal: a yes lets one use through, a no refuses the next; the agent ends with its socket")
+    func confirmedOnTerminal() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        try await withDevices { _, a, _ in
+            #expect(try await login(a, "alice").status == 0)
+            let socket = folder.file("confirm.sock")
+            // Typed ahead: a yes for the first question, a no for the second.
+            async let served = ChildProcess.runOnTerminal(
+                CLI.binary, ["--home", a.path, "agent", "--forward", "--confirm", "--socket", socket],
+                environment: CLI.environment(), typed: "y\nn\n", limit: TestTiming.scaled(.seconds(60)))
+            var waited = 0
+            while !FileManager.default.fileExists(atPath: socket) {
+                waited += 1
+                try #require(waited < 500, "the agent listens")
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            let confirmed = try await Agent.ask(through: socket, ["token"])
+            #expect(confirmed.status == 0, "\(confirmed.stderr)")
+            let refused = try await Agent.ask(through: socket, ["token"])
+            #expect(refused.status == 1 && refused.stderr.contains("not confirmed"), "\(refused.stderr)")
+            // Its session's runtime folder removed: the agent goes too.
+            try FileManager.default.removeItem(atPath: socket)
+            let ended = try await served
+            #expect(ended.status == 0, "\(ended.stderr)")
+            let log = try String(contentsOfFile: a.path + "/agent.log", encoding: .utf8)
+            #expect(log.contains("answered"), "\(log)")
+            #expect(log.contains("refused: not confirmed"), "\(log)")
+        }
+    }
+
+    @Test(
+        "eval \"$(latchkey agent)\": it goes to the background in the runtime folder, prints the lines, and --stop ends it"
+    )
+    func background() async throws {
+        let runtime = try TemporaryFolder()
+        defer { runtime.cleanUp() }
+        chmod(runtime.path, 0o700)
+        try await withDevices { _, a, _ in
+            #expect(try await login(a, "alice").status == 0)
+            let started = try await a.run(arguments: ["agent"], environment: ["XDG_RUNTIME_DIR": runtime.path])
+            #expect(started.status == 0, "\(started.stderr)")
+            let socket = runtime.path + "/latchkey/agent.sock"
+            #expect(
+                started.stdout.hasPrefix(
+                    "LATCHKEY_AGENT_SOCK='\(socket)'; export LATCHKEY_AGENT_SOCK;\necho Agent pid "))
+            let pid = try #require(Int32(started.stdout.split(separator: " ").last?.dropLast(2) ?? ""))
+            #expect(Self.isRunning(pid), "the agent runs on")
+            #expect(try await Agent.ask(through: socket, ["token"]).status == 0)
+            let stopped = try await a.run(arguments: ["agent", "--stop"], environment: ["LATCHKEY_AGENT_SOCK": socket])
+            #expect(stopped.status == 0, "\(stopped.stderr)")
+            var waited = 0
+            while Self.isRunning(pid) {
+                waited += 1
+                try #require(waited < 500, "the agent ends")
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
+    }
+
+    /// Whether process `pid` runs: not gone, and not a zombie its new parent has yet to reap.
+    static func isRunning(_ pid: Int32) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let state = stat.split(separator: ")").last?.split(separator: " ").first
+        else { return false }
+        return state != "Z"
     }
 
     /// The resident memory of process `pid`, in KiB (`VmRSS` of `/proc/PID/status`).

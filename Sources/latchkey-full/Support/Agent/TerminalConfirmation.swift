@@ -2,7 +2,7 @@ import Foundation
 import LatchkeyAgent
 import NIOPosix
 
-/// `--confirm`: asks on the agent's terminal (`/dev/tty`) whether a use may go ahead, one
+/// `--confirm`: asks on the agent's terminal (`/dev/tty`, else standard input when it is one) whether a use may go ahead, one
 /// question at a time, as `ssh-add -c` does. No terminal, no answer within a minute, or
 /// anything but `y`: refused. The terminal is read on NIO's thread pool, never on a task's.
 actor TerminalConfirmation {
@@ -11,7 +11,9 @@ actor TerminalConfirmation {
     func ask(_ use: AgentUse) async -> Bool {
         let question = "latchkey agent: \(use.description.replacingOccurrences(of: ": asked", with: "")). Allow? [y/N] "
         let answer = try? await NIOThreadPool.singleton.runIfActive { () -> String? in
-            let terminal = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
+            // The controlling terminal; else a terminal on standard input (a session without one).
+            var terminal = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
+            if terminal < 0, isatty(STDIN_FILENO) == 1 { terminal = dup(STDIN_FILENO) }
             guard terminal >= 0 else { return nil }
             defer { close(terminal) }
             _ = question.utf8CString.withUnsafeBufferPointer { write(terminal, $0.baseAddress, $0.count - 1) }
