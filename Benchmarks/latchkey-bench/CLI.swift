@@ -43,6 +43,23 @@ func cliFigures() async throws {
         FileHandle.standardError.write(
             Data("latchkey-bench: no peak memory figures without /usr/bin/time (apt-get install time)\n".utf8))
     }
+    /// The median peak memory of `binary ARGUMENTS`, in MiB.
+    func peakMemory(_ binary: String, _ arguments: [String], input: String, environment: [String: String]) -> Double? {
+        guard let gnuTime else { return nil }
+        let report = home.appendingPathComponent("peak-\(UUID().uuidString)").path
+        let peaks = (0..<rounds).compactMap { _ -> Double? in
+            guard
+                measureProcess(
+                    gnuTime, ["-f", "%M", "-o", report, binary] + arguments, input: Array(input.utf8),
+                    environment: environment
+                ).status == 0,
+                let text = try? String(contentsOfFile: report, encoding: .utf8),
+                let kilobytes = Double(text.trimmingCharacters(in: .whitespacesAndNewlines))
+            else { return nil }
+            return kilobytes / 1_024
+        }
+        return percentile(peaks, 0.5)
+    }
     for (name, arguments, input, binary) in [
         ("cli.token", ["token"], "", latchkey), ("cli.credential_git", ["credential", "git", "get"], git, latchkey),
         ("cli.credential_kubectl", ["credential", "kubectl"], "", latchkey),
@@ -52,20 +69,36 @@ func cliFigures() async throws {
         let time = percentile(figures.map(\.milliseconds), 0.5)
         if name == "cli.token" { fresh = time }
         record("\(name).fresh_process.median", time, "ms")
-        guard let gnuTime else { continue }
-        let report = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "latchkey-bench-\(UUID().uuidString)"
-        ).path
-        defer { unlink(report) }
-        let peaks = (0..<rounds).compactMap { _ -> Double? in
-            guard run(["-f", "%M", "-o", report, binary] + arguments, input: input, binary: gnuTime).status == 0,
-                let text = try? String(contentsOfFile: report, encoding: .utf8),
-                let kilobytes = Double(text.trimmingCharacters(in: .whitespacesAndNewlines))
-            else { return nil }
-            return kilobytes / 1_024
+        if let peak = peakMemory(binary, arguments, input: input, environment: environment) {
+            record("\(name).fresh_process.peak_memory", peak, "MiB")
         }
-        record("\(name).fresh_process.peak_memory", percentile(peaks, 0.5), "MiB")
     }
+
+    // A refreshing call (the provider's tokens expire as they are issued: every call refreshes),
+    // handed over to latchkey-full, and answered through `latchkey agent` for the same store.
+    await dev.setAccessTokenLifetime(0)
+    _ = run(["refresh"])
+    let socket = home.appendingPathComponent("agent.sock").path
+    let agent = spawnProcess(
+        full, ["agent", "--foreground", "--socket", socket], input: [], environment: environment)
+    for _ in 0..<200 where !FileManager.default.fileExists(atPath: socket) {
+        try await Task.sleep(for: .milliseconds(20))
+    }
+    for (name, extra) in [("handed_over", [String: String]()), ("agent", ["LATCHKEY_AGENT_SOCK": socket])] {
+        let with = environment.merging(extra) { _, new in new }
+        let figures = (0..<rounds).map { _ in
+            measureProcess(latchkey, ["token"], input: [], environment: with)
+        }.filter { $0.status == 0 }
+        record("cli.token.refreshing.\(name).median", percentile(figures.map(\.milliseconds), 0.5), "ms")
+        if let peak = peakMemory(latchkey, ["token"], input: "", environment: with) {
+            record("cli.token.refreshing.\(name).peak_memory", peak, "MiB")
+        }
+    }
+    if let agent {
+        kill(agent.id, SIGTERM)
+        _ = waitForProcess(agent)
+    }
+    await dev.setAccessTokenLifetime(3_600)
 
     // Eight processes at once on a stale credential: one refresh between them (the store's
     // refresh lease), and what the wait for it adds to each process. All are started, then all

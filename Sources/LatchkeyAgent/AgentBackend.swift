@@ -1,3 +1,5 @@
+public import LatchkeyRecords
+
 /// What answers an agent's requests once its socket's limits allowed them: the store and its
 /// accounts, in the agent's process (`latchkey agent` gives one over its opened store).
 public protocol AgentBackend: Sendable {

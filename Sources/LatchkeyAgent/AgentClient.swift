@@ -1,4 +1,5 @@
 import Foundation
+public import LatchkeyRecords
 import NIOCore
 import NIOPosix
 

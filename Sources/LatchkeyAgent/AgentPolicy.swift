@@ -1,4 +1,5 @@
 public import Foundation
+public import LatchkeyRecords
 
 /// The limits of one agent socket: which accounts, resources and scopes it hands tokens out
 /// for, how long a token it hands out may still live, whether each use is confirmed on the

@@ -1,4 +1,5 @@
 import Foundation
+import LatchkeyRecords
 public import Logging
 import NIOConcurrencyHelpers
 import NIOCore

@@ -62,6 +62,9 @@ package struct HomeLocation: Sendable {
 
     /// The SQLite database.
     package var databasePath: String { folder.appendingPathComponent("credentials.sqlite").path }
+    /// The store by name: the PostgreSQL store's URL, else the SQLite database's path (what a
+    /// process tells `latchkey agent` it reads, so that the agent answers for its own only).
+    package var storeName: String { databaseURL ?? databasePath }
     /// The key file beside it.
     package var keyFileBesideDatabase: String { databasePath + ".key" }
     /// The configured providers.

@@ -30,11 +30,12 @@ extension QuickCommand {
     private func token(
         account: String?, validity: TokenValidity?, format: TokenFormat?, idToken: Bool, _ environment: [String: String]
     ) -> QuickOutcome {
-        guard let (_, stored) = read(account, environment) else { return .handOver(input: nil) }
+        guard let (store, stored) = read(account, environment) else { return .handOver(input: nil) }
         let now = Date()
         // The library's own rules (`idToken()`, `accessToken(validFor:)`, `accessToken()`); a
         // bound token comes with a note on how to send it, which is the full tool's.
-        let value: String? =
+        var token = stored.token
+        var value: String? =
             if idToken {
                 stored.idToken(minimumValidity: validity?.seconds ?? Self.defaultValidity, at: now)
             } else if stored.token.dpop != nil {
@@ -44,9 +45,21 @@ extension QuickCommand {
             } else {
                 stored.accessToken(minimumValidity: Self.defaultValidity, at: now)
             }
+        // To be refreshed: by the agent, when one runs for this store.
+        if value == nil,
+            let (given, expiresAt) = QuickAgent.refreshed(
+                stored, of: store, idToken: idToken, validity: validity?.seconds, environment)
+        {
+            value = given
+            if idToken {
+                token.idToken = given
+            } else {
+                (token.accessToken, token.expiresAt) = (given, expiresAt)
+            }
+        }
         guard let value else { return .handOver(input: nil) }
         let description = TokenDescription(
-            token: value, idToken: idToken, stored: stored.token, resource: nil,
+            token: value, idToken: idToken, stored: token, resource: nil,
             key: ResourceToken.key(resource: nil, scopes: nil),
             account: stored.metadata.displayName ?? stored.id.rawValue)
         switch format ?? (json ? .json : .token) {
@@ -60,10 +73,10 @@ extension QuickCommand {
 
     /// `latchkey credential kubectl`, as `CredentialCommand.Kubectl` prints it.
     private func kubectl(account: String?, accessToken: Bool, _ environment: [String: String]) -> QuickOutcome {
-        guard let (_, stored) = read(account, environment) else { return .handOver(input: nil) }
+        guard let (store, stored) = read(account, environment) else { return .handOver(input: nil) }
         let now = Date()
-        let value: String?
-        let expiry: Date?
+        var value: String?
+        var expiry: Date?
         if accessToken {
             guard stored.token.dpop == nil else { return .handOver(input: nil) }
             value = stored.accessToken(minimumValidity: Self.defaultValidity, at: now)
@@ -71,6 +84,9 @@ extension QuickCommand {
         } else {
             value = stored.idToken(minimumValidity: Self.defaultValidity, at: now)
             expiry = stored.token.idTokenExpiresAt
+        }
+        if value == nil, let refreshed = QuickAgent.refreshed(stored, of: store, idToken: !accessToken, environment) {
+            (value, expiry) = (refreshed.token, refreshed.expiresAt)
         }
         let apiVersion = ExecCredential.apiVersion(execInfo: environment["KUBERNETES_EXEC_INFO"])
         guard let value, let json = try? ExecCredential(apiVersion: apiVersion, token: value, expiry: expiry).json

@@ -37,10 +37,14 @@ extension QuickCommand {
                     of: entry, gitUsername: request.fields["username"],
                     named: AccountChoice.reference(nil, environment: environment), in: snapshot)
             }) ?? nil,
-            stored.token.dpop == nil, store.hasProvider(for: stored, in: providers),
-            let token = stored.accessToken(minimumValidity: Self.defaultValidity, at: Date()),
-            let answer = GitCredentialRequest.answer(
-                for: stored.metadata, password: token, expiry: stored.token.expiresAt)
+            stored.token.dpop == nil, store.hasProvider(for: stored, in: providers)
+        else { return .handOver(input: bytes) }
+        var token = stored.accessToken(minimumValidity: Self.defaultValidity, at: Date())
+        var expiry = stored.token.expiresAt
+        if token == nil, let refreshed = QuickAgent.refreshed(stored, of: store, environment) {
+            (token, expiry) = (refreshed.token, refreshed.expiresAt)
+        }
+        guard let token, let answer = GitCredentialRequest.answer(for: stored.metadata, password: token, expiry: expiry)
         else { return .handOver(input: bytes) }
         Self.write(answer)
         return .answered

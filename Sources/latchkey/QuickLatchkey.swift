@@ -17,7 +17,9 @@ enum QuickLatchkey {
         // The few variables the quick answers read, each on its own: the whole environment as a
         // dictionary costs more than the rest of `main`'s own work.
         var environment: [String: String] = [:]
-        for name in HomeLocation.variables + ["LATCHKEY_LOG", "KUBERNETES_EXEC_INFO", AccountChoice.variable] {
+        for name in HomeLocation.variables + [
+            "LATCHKEY_LOG", "KUBERNETES_EXEC_INFO", AccountChoice.variable, QuickAgent.variable,
+        ] {
             if let value = getenv(name) { environment[name] = String(cString: value) }
         }
         var input: [UInt8]? = nil

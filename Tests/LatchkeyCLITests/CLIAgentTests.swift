@@ -62,9 +62,8 @@ struct CLIAgentTests: DevProviderCLITest {
         try await withDevices { dev, a, _ in
             #expect(try await login(a, "alice").status == 0)
             let agent = try await Agent.start(on: a, ["--foreground"], socket: folder.file("agent.sock"))
-            var status = stat()
-            #expect(
-                stat(agent.socket, &status) == 0 && status.st_mode & 0o777 == 0o600, "the socket is the user's alone")
+            let mode = try FileManager.default.attributesOfItem(atPath: agent.socket)[.posixPermissions] as? Int
+            #expect(mode == 0o600, "the socket is the user's alone")
             let local = try await a.run("token")
             let remote = try await agent.ask("token")
             #expect(remote.status == 0, "\(remote.stderr)")
@@ -231,6 +230,43 @@ struct CLIAgentTests: DevProviderCLITest {
                 try #require(waited < 500, "the agent ends")
                 try await Task.sleep(for: .milliseconds(20))
             }
+        }
+    }
+
+    @Test("with an agent for its store, the quick path alone refreshes: 32 at once on an expired token, one refresh")
+    func quickPathThroughAgent() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        try await withDevices { dev, a, b in
+            try await signInWithShortToken(dev, a)
+            let agent = try await Agent.start(on: a, ["--foreground"], socket: folder.file("agent.sock"))
+            // No latchkey-full beside this latchkey: what it cannot answer alone fails.
+            let front = try CLIQuickTests.LoneFront()
+            defer { front.folder.cleanUp() }
+            dev.faults.resetCounters()
+            let runs = try await withThrowingTaskGroup { group in
+                for _ in 0..<32 {
+                    group.addTask {
+                        try await front.run(a, ["token"], environment: ["LATCHKEY_AGENT_SOCK": agent.socket])
+                    }
+                }
+                return try await group.reduce(into: [CLI.Run]()) { $0.append($1) }
+            }
+            for run in runs { #expect(run.status == 0, "\(run.stderr)") }
+            #expect(Set(runs.map(\.stdout)).count == 1, "every process prints the same new token")
+            #expect(dev.faults.count("token.refresh_token") == 1, "one refresh, in the agent")
+            #expect(try await a.run("token").stdout == runs.first?.stdout, "stored, as any refresh")
+            // kubectl's helper, on an expired token again.
+            try await signInWithShortToken(dev, a)
+            let kubectl = try await front.run(
+                a, ["credential", "kubectl", "--token", "access"], environment: ["LATCHKEY_AGENT_SOCK": agent.socket])
+            #expect(kubectl.status == 0 && kubectl.stdout.contains("ExecCredential"), "\(kubectl.stderr)")
+            // An agent of another store is not asked: b's expired token is b's own to refresh.
+            try await signInWithShortToken(dev, b)
+            let other = try await front.run(b, ["token"], environment: ["LATCHKEY_AGENT_SOCK": agent.socket])
+            #expect(other.status != 0, "handed over to a latchkey-full that is not there")
+            agent.process.send(signal: SIGTERM)
+            _ = try await agent.process.finish()
         }
     }
 

@@ -1,19 +1,13 @@
-import Foundation
+import LatchkeyRecords
 import NIOCore
 
-/// How requests and answers travel: one JSON object per line, dates as seconds since 1970.
+/// ``AgentWire``'s lines as NIO's buffers.
 enum AgentCoding {
     static func encode<Value: Encodable>(_ value: Value) -> ByteBuffer {
-        let encoder = JSONEncoder()
-        encoder.dateEncodingStrategy = .secondsSince1970
-        var data = (try? encoder.encode(value)) ?? Data(#"{"failure":"failed","message":"not encodable"}"#.utf8)
-        data.append(UInt8(ascii: "\n"))
-        return ByteBuffer(bytes: data)
+        ByteBuffer(bytes: AgentWire.line(value))
     }
 
     static func decode<Value: Decodable>(_ type: Value.Type, from line: ByteBuffer) -> Value? {
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .secondsSince1970
-        return try? decoder.decode(type, from: Data(line.readableBytesView))
+        AgentWire.value(type, from: line.readableBytesView)
     }
 }

@@ -11,6 +11,9 @@ struct StoreAgentBackend: AgentBackend {
     let session: Session
 
     func answer(_ request: AgentRequest) async -> AgentAnswer {
+        if let store = request.store, store != session.home.location.storeName {
+            return .failed(.refused, "This agent keeps another store than \(store).")
+        }
         do {
             let stored = try await session.account(request.account)
             let credential = try await session.credential(stored)
@@ -47,7 +50,13 @@ struct StoreAgentBackend: AgentBackend {
                     token: token.accessToken, tokenType: token.tokenType, expiresAt: token.expiresAt,
                     scopes: token.scopes ?? token.requestedScopes)
             }
-            let value = try await credential.accessToken(validFor: validity)
+            // Asked for no margin: the library's own (60 s, or half a short token's life).
+            let value =
+                if let asked = request.minimumValidity {
+                    try await credential.accessToken(validFor: asked)
+                } else {
+                    try await credential.accessToken()
+                }
             let token = try await credential.token
             return AgentAnswer(
                 token: value, tokenType: token.tokenType, expiresAt: token.expiresAt, scopes: token.scopes)

@@ -43,12 +43,15 @@ public struct AgentRequest: Sendable, Codable, Hashable {
     public var nonce: String?
     /// ``Operation/reject``: the access token the server refused.
     public var accessToken: String?
+    /// The store the asker reads itself (its path or URL), when it has one: the agent answers
+    /// only for its own (a process with a store of its own asks its agent to refresh for it).
+    public var store: String?
 
     /// Creates a request.
     public init(
         _ operation: Operation, account: String? = nil, resource: String? = nil, scopes: [String]? = nil,
         minimumValidity: Double? = nil, method: String? = nil, url: String? = nil, nonce: String? = nil,
-        accessToken: String? = nil
+        accessToken: String? = nil, store: String? = nil
     ) {
         self.operation = operation
         self.account = account
@@ -59,6 +62,7 @@ public struct AgentRequest: Sendable, Codable, Hashable {
         self.url = url
         self.nonce = nonce
         self.accessToken = accessToken
+        self.store = store
     }
 }
 

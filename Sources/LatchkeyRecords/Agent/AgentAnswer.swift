@@ -1,5 +1,4 @@
 public import Foundation
-public import LatchkeyRecords
 
 /// What `latchkey agent` answers: one JSON object on one line. A failure carries what went
 /// wrong and what to do; a success the token (or the headers, or the claims) asked for.
