@@ -94,11 +94,19 @@ func cliFigures() async throws {
             record("cli.token.refreshing.\(name).peak_memory", peak, "MiB")
         }
     }
+    // A valid token through the agent: the calling process opens no store.
+    await dev.setAccessTokenLifetime(3_600)
+    _ = run(["refresh"])
+    let viaAgent = environment.merging(["LATCHKEY_AGENT_SOCK": socket]) { _, new in new }
+    let valid = (0..<rounds).map { _ in measureProcess(latchkey, ["token"], input: [], environment: viaAgent) }
+    record("cli.token.valid.agent.median", percentile(valid.filter { $0.status == 0 }.map(\.milliseconds), 0.5), "ms")
+    if let peak = peakMemory(latchkey, ["token"], input: "", environment: viaAgent) {
+        record("cli.token.valid.agent.peak_memory", peak, "MiB")
+    }
     if let agent {
         kill(agent.id, SIGTERM)
         _ = waitForProcess(agent)
     }
-    await dev.setAccessTokenLifetime(3_600)
 
     // Eight processes at once on a stale credential: one refresh between them (the store's
     // refresh lease), and what the wait for it adds to each process. All are started, then all

@@ -3,6 +3,10 @@ public import LatchkeyRecords
 /// What answers an agent's requests once its socket's limits allowed them: the store and its
 /// accounts, in the agent's process (`latchkey agent` gives one over its opened store).
 public protocol AgentBackend: Sendable {
+    /// The store it answers from, by name (a path or URL): a request that names another
+    /// (``AgentRequest/store``) is refused before anything else, a confirmation included.
+    var storeName: String? { get }
+
     /// The answer to `request`, already narrowed to the socket's limits.
     func answer(_ request: AgentRequest) async -> AgentAnswer
 }

@@ -151,6 +151,9 @@ public final class AgentServer: Sendable {
         guard let asked = AgentCoding.decode(AgentRequest.self, from: line) else {
             return (.failed(.invalid, "The request is not one the agent reads."), false)
         }
+        if let named = asked.store, let own = backend.storeName, named != own {
+            return (.failed(.refused, "This agent keeps another store than \(named)."), false)
+        }
         switch policy.decide(asked) {
         case .refuse(let reason):
             record(AgentUse(peerUserID: peer, request: asked, outcome: "refused: \(reason)"))

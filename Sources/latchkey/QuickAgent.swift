@@ -30,10 +30,14 @@ enum QuickAgent {
     }
 
     static func answer(_ request: AgentRequest, _ environment: [String: String]) -> AgentAnswer? {
-        guard let path = environment[variable], !path.isEmpty,
-            let answer = ask(request, at: path), answer.failure == nil
-        else { return nil }
+        guard let answer = ask(request, environment), answer.failure == nil else { return nil }
         return answer
+    }
+
+    /// The agent's answer, a refusal included; `nil` when none answers.
+    static func ask(_ request: AgentRequest, _ environment: [String: String]) -> AgentAnswer? {
+        guard let path = environment[variable], !path.isEmpty else { return nil }
+        return ask(request, at: path)
     }
 
     private static func ask(_ request: AgentRequest, at path: String) -> AgentAnswer? {

@@ -30,6 +30,12 @@ extension QuickCommand {
     private func token(
         account: String?, validity: TokenValidity?, format: TokenFormat?, idToken: Bool, _ environment: [String: String]
     ) -> QuickOutcome {
+        // With an agent, the token alone is its answer: no store to open here.
+        if format ?? (json ? .json : .token) == .token, let value = agentToken(account, validity, idToken, environment)
+        {
+            Self.write(TerminalText.safe(value) + "\n")
+            return .answered
+        }
         guard let (store, stored) = read(account, environment) else { return .handOver(input: nil) }
         let now = Date()
         // The library's own rules (`idToken()`, `accessToken(validFor:)`, `accessToken()`); a
@@ -69,6 +75,34 @@ extension QuickCommand {
         case .headers: Self.write(TerminalText.json(description.headers) + "\n")
         }
         return .answered
+    }
+
+    /// The token the agent for this home's store gives (`LATCHKEY_AGENT_SOCK`), valid or
+    /// refreshed in the agent; `nil` when there is none, or it refuses (the store is read then).
+    private func agentToken(
+        _ account: String?, _ validity: TokenValidity?, _ idToken: Bool, _ environment: [String: String]
+    ) -> String? {
+        guard environment[QuickAgent.variable]?.isEmpty == false else { return nil }
+        // A store here: the agent must keep that one. None (a remote host): the agent's own.
+        let location = HomeLocation(explicit: home, keyFile: keyFile, environment: environment)
+        let local = location.databaseURL != nil || FileManager.default.fileExists(atPath: location.databasePath)
+        guard
+            let answer = QuickAgent.ask(
+                AgentRequest(
+                    idToken ? .idToken : .token, account: AccountChoice.reference(account, environment: environment),
+                    minimumValidity: validity?.seconds, store: local ? location.storeName : nil), environment)
+        else { return nil }
+        // With no store here, the agent's refusal is the answer (asking again would ask its
+        // owner to confirm twice).
+        if !local, let refusal = CLIError.refusal(answer) {
+            writeAll(STDERR_FILENO, Array("latchkey: \(TerminalText.safe(refusal.description))\n".utf8))
+            exit(refusal.status.rawValue)
+        }
+        guard answer.failure == nil,
+            // A bound token comes with a note on a terminal: the full tool's.
+            idToken || answer.tokenType?.lowercased() != "dpop" || isatty(STDERR_FILENO) != 1
+        else { return nil }
+        return answer.token
     }
 
     /// `latchkey credential kubectl`, as `CredentialCommand.Kubectl` prints it.

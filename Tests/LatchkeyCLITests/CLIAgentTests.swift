@@ -157,7 +157,7 @@ struct CLIAgentTests: DevProviderCLITest {
             let before = try #require(Self.residentKiB(of: agent.process.processIdentifier))
             let (python, script) = Scripts.python("agent/flood.py")
             let flood = try await ChildProcess.run(
-                python, script + [agent.socket, "10000", "200"], environment: CLI.environment(), input: "")
+                python, script + [agent.socket, "10000", "200", "64"], environment: CLI.environment(), input: "")
             #expect(flood.status == 0, "\(flood.stderr)")
             let report = try #require(
                 try JSONSerialization.jsonObject(with: Data(flood.stdout.utf8)) as? [String: Int], "\(flood.stdout)")

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Floods a `latchkey agent` socket, as a hostile or broken peer would:
 
-    flood.py SOCKET COUNT BATCH
+    flood.py SOCKET COUNT BATCH LIMIT
 
 Opens COUNT connections, BATCH at a time held open together, and counts those the agent turned
-away (it answers `busy` and closes beyond its limit); then sends a request and goes away before
+away (it answers `busy` and closes beyond its LIMIT of connections); then sends a request and goes away before
 the answer, and half a request and goes away. Prints one JSON object: {"opened", "busy"}.
 """
 import json
@@ -15,7 +15,7 @@ import time
 
 
 def main():
-    path, count, batch = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    path, count, batch, limit = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
     opened = busy = 0
     for start in range(0, count, batch):
         held = []
@@ -25,12 +25,10 @@ def main():
             held.append(connection)
         opened += len(held)
         # The turned-away ones answer at once; the admitted ones say nothing.
-        # Once they have answered, a quiet moment ends the wait (the admitted stay quiet).
+        # The admitted stay quiet: wait for the rest (at most 10 s).
         waiting, started, answered = list(held), time.monotonic(), 0
-        while waiting and time.monotonic() < started + 2:
+        while waiting and answered < len(held) - limit and time.monotonic() < started + 10:
             readable, _, _ = select.select(waiting, [], [], 0.1)
-            if not readable and (answered or time.monotonic() > started + 1):
-                break
             answered += len(readable)
             for connection in readable:
                 if b"busy" in connection.recv(4096):

@@ -15,14 +15,8 @@ enum RemoteAgent {
             throw CLIError.failed(
                 "\(error.description) Is `latchkey agent` running, and \(AgentSocket.variable) its socket?")
         }
-        guard let failure = answer.failure else { return answer }
-        let message = "The agent refused: \(answer.message ?? failure.rawValue)"
-        switch failure {
-        case .signInRequired: throw CLIError(status: .signInRequired, description: message)
-        case .unreachable: throw CLIError(status: .unreachable, description: message)
-        case .invalid: throw CLIError.input(message)
-        default: throw CLIError.failed(message)
-        }
+        if let refusal = CLIError.refusal(answer) { throw refusal }
+        return answer
     }
 
     /// Sends `request` with the agent's `Authorization` (and DPoP proof): once more after a

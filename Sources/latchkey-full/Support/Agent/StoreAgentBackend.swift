@@ -10,10 +10,9 @@ import LatchkeyCommandLine
 struct StoreAgentBackend: AgentBackend {
     let session: Session
 
+    var storeName: String? { session.home.location.storeName }
+
     func answer(_ request: AgentRequest) async -> AgentAnswer {
-        if let store = request.store, store != session.home.location.storeName {
-            return .failed(.refused, "This agent keeps another store than \(store).")
-        }
         do {
             let stored = try await session.account(request.account)
             let credential = try await session.credential(stored)
