@@ -156,16 +156,21 @@ struct CLIAgentTests: DevProviderCLITest {
             #expect(try await agent.ask("token").status == 0)
             let before = try #require(Self.residentKiB(of: agent.process.processIdentifier))
             let (python, script) = Scripts.python("agent/flood.py")
+            // 10,000; 2,000 under the thread sanitizer, whose agent is several times slower and
+            // larger (its shadow memory counts too).
+            let sanitized = TestTiming.slowdown >= 4
+            let connections = sanitized ? 2_000 : 10_000
             let flood = try await ChildProcess.run(
-                python, script + [agent.socket, "10000", "200", "64"], environment: CLI.environment(), input: "")
+                python, script + [agent.socket, "\(connections)", "200", "64"], environment: CLI.environment(),
+                input: "")
             #expect(flood.status == 0, "\(flood.stderr)")
             let report = try #require(
                 try JSONSerialization.jsonObject(with: Data(flood.stdout.utf8)) as? [String: Int], "\(flood.stdout)")
-            #expect(report["opened"] == 10_000)
+            #expect(report["opened"] == connections)
             // 200 held at a time, 64 admitted: the rest of each batch is turned away.
-            #expect((report["busy"] ?? 0) >= 50 * (200 - 64), "\(report)")
+            #expect((report["busy"] ?? 0) >= connections / 200 * (200 - 64), "\(report)")
             let after = try #require(Self.residentKiB(of: agent.process.processIdentifier))
-            #expect(after - before < 48 * 1024, "grew from \(before) KiB to \(after) KiB")
+            #expect(after - before < (sanitized ? 192 : 48) * 1024, "grew from \(before) KiB to \(after) KiB")
             let answered = try await agent.ask("token")
             #expect(answered.status == 0, "the agent answers after the flood and the peers that left mid-request")
             agent.process.send(signal: SIGTERM)
