@@ -41,6 +41,33 @@ struct CLIBrowserTests {
         await dev.stop()
     }
 
+    @Test("api --login at a server that needs a scope the grant lacks: signed in for it, then answered")
+    func apiLoginStepsUp() async throws {
+        var configuration = DevProviderConfiguration.default
+        configuration.protectedResources = [.init(path: "/files", scopes: ["files:write"])]
+        let dev = try await DevProvider.start(configuration: configuration, signingKeys: SharedSigningKeys.get())
+        let device = try Device()
+        defer { device.cleanUp() }
+        let resource = dev.issuer.appendingPathComponent("files").absoluteString
+        let narrow = try await device.run(
+            arguments: [
+                "login", "--resource", resource, "--username", "alice", "--password-stdin", "--scope",
+                "openid offline_access",
+            ], input: "alice-password")
+        #expect(narrow.status == 0, "\(narrow.stderr)")
+        let refused = try await device.run("api", resource)
+        #expect(refused.status == 1 && refused.stderr.contains("files:write"), "\(refused.stderr)")
+        let answered = try await Self.signIn(
+            on: device, name: "api-login-step-up", extra: [], command: ["api", "--login", resource]
+        ) { browser in try await Self.signInAsAlice(browser) }
+        #expect(answered.status == 0, "\(answered.stderr)")
+        #expect(answered.stderr.contains("needs openid offline_access files:write"), "\(answered.stderr)")
+        #expect(answered.stdout.contains(#""username":"alice""#), "\(answered.stdout)")
+        let accounts = try await device.run("--json", "accounts")
+        #expect(accounts.array.count == 1, "the account's grant widened; no second account")
+        await dev.stop()
+    }
+
     @Test("Glewlwyd's login web app, in Chromium, to the CLI's page")
     func glewlwyd() async throws {
         try await AsyncGate.glewlwyd.run {

@@ -41,7 +41,7 @@ struct ApiCommand: AsyncParsableCommand {
     @Option(help: "Use a token for these scopes only (space separated).") var scope: String?
     @Flag(
         help:
-            "With no provider configured: sign in for the server first, through the browser, as `login --resource` does (the server must say where its tokens come from, RFC 9728)."
+            "With no provider configured: sign in for the server first, through the browser, as `login --resource` does (the server must say where its tokens come from, RFC 9728). When the server says the token lacks a scope (insufficient_scope): sign in for it, then send the request once more."
     )
     var login = false
 
@@ -87,9 +87,23 @@ struct ApiCommand: AsyncParsableCommand {
             try await signIn(for: target)
         }
         let context = try await global.account(account)
-        let answer: HTTPTransportResponse
+        var answer = try await send(request, body: body, scopes: scopes, with: context.credential)
+        // --login: a server that needs a scope the grant lacks gets a sign-in for it (the grant
+        // widened: narrower tokens come from it still), then the request once more.
+        if login, let wider = Self.steppedUpScopes(answer, granted: context.stored.token.scopes ?? []) {
+            Output.note("The server needs \(wider.joined(separator: " ")): signing in for it.")
+            try await signIn(for: target, scopes: wider)
+            answer = try await send(
+                request, body: body, scopes: scopes, with: try await global.account(account).credential)
+        }
+        try finish(answer, target: target)
+    }
+
+    private func send(_ request: HTTPRequest, body: Data?, scopes: [String]?, with credential: Credential)
+        async throws -> HTTPTransportResponse
+    {
         do {
-            answer = try await context.credential.send(
+            return try await credential.send(
                 request, body: body, resource: resource.flatMap(URL.init(string:)), scopes: scopes,
                 through: AsyncHTTPClientTransport.shared)
         } catch  where error.code == .transport || error.code == .timedOut {
@@ -97,7 +111,18 @@ struct ApiCommand: AsyncParsableCommand {
         } catch {
             throw CLIError.provider(error, doing: "The request failed")
         }
-        try finish(answer, target: target)
+    }
+
+    /// The scopes to sign in for when `answer` says the token lacks some (`insufficient_scope`
+    /// with `scope`, RFC 6750 §3.1): those `granted` and those asked for; `nil` when it does not,
+    /// or asks for nothing new.
+    static func steppedUpScopes(_ answer: HTTPTransportResponse, granted: [String]) -> [String]? {
+        guard answer.response.status == .forbidden || answer.response.status == .unauthorized,
+            let challenge = ResourceChallenge(wwwAuthenticate: answer.response.headerFields[values: .wwwAuthenticate]),
+            challenge.isInsufficientScope
+        else { return nil }
+        let missing = challenge.scopes.filter { !granted.contains($0) }
+        return missing.isEmpty ? nil : granted + missing
     }
 
     /// Shows `answer`; a status other than 2xx fails the command, saying why.
@@ -134,11 +159,12 @@ struct ApiCommand: AsyncParsableCommand {
         }
     }
 
-    /// `--login`: signs in for the resource `target` names, through the browser, saying so on
-    /// standard error (standard output is the answer's).
-    private func signIn(for target: URL) async throws {
+    /// `--login`: signs in for the resource `target` names (for `scopes`, when given), through the
+    /// browser, saying so on standard error (standard output is the answer's).
+    private func signIn(for target: URL, scopes: [String]? = nil) async throws {
         let resource = try await Self.discovered(target).metadata.resource.absoluteString
-        var login = try await Login.asyncParse(["--resource", resource, "--browser"])
+        var login = try await Login.asyncParse(
+            ["--resource", resource, "--browser"] + (scopes.map { ["--scope", $0.joined(separator: " ")] } ?? []))
         login.global = global
         Output.note(try await login.signIn().sentence)
     }
