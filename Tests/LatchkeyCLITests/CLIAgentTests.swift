@@ -80,6 +80,15 @@ struct CLIAgentTests: DevProviderCLITest {
             #expect(try await agent.ask("token", "--id-token").status == 0, "the owner's socket gives ID tokens")
             let kubectl = try await agent.ask("credential", "kubectl")
             #expect(kubectl.status == 0 && kubectl.stdout.contains("ExecCredential"), "\(kubectl.stderr)")
+            let empty = try Device()
+            defer { empty.cleanUp() }
+            let git = try await empty.run(
+                arguments: ["credential", "git", "get"], input: "protocol=https\nhost=git.example\n",
+                environment: ["LATCHKEY_AGENT_SOCK": agent.socket])
+            #expect(git.status == 0, "\(git.stderr)")
+            #expect(git.stdout.contains("username=alice\npassword=\(local.stdout)"), "\(git.stdout)")
+            let proof = try await agent.ask("proof", "GET", userinfo)
+            #expect(proof.status == 0 && proof.stdout.hasPrefix("Authorization: Bearer "), "\(proof.stderr)")
 
             #expect(try await a.run("signout", "--yes").status == 0)
             let signedOut = try await agent.ask("token")
