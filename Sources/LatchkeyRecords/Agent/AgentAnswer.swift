@@ -1,4 +1,8 @@
-public import Foundation
+#if canImport(FoundationEssentials)
+    public import FoundationEssentials
+#else
+    public import Foundation
+#endif
 
 /// What `latchkey agent` answers: one JSON object on one line. A failure carries what went
 /// wrong and what to do; a success the token (or the headers, or the claims) asked for.

@@ -1,4 +1,8 @@
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// What a process asks `latchkey agent` for: one JSON object on one line of the agent's socket.
 ///

@@ -1,4 +1,8 @@
-package import Foundation
+#if canImport(FoundationEssentials)
+    package import FoundationEssentials
+#else
+    package import Foundation
+#endif
 
 /// How agent requests and answers travel on the socket: one JSON object per line, dates as
 /// seconds since 1970. The one definition both sides use — the agent and its NIO client, and
