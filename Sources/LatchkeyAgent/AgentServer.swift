@@ -197,6 +197,8 @@ public final class AgentServer: Sendable {
     /// The user id of the peer of `channel` (`SO_PEERCRED`), where the system says.
     private static func peerUserID(of channel: any Channel) -> EventLoopFuture<UInt32?> {
         #if os(Linux)
+            // NIO's only way to a socket option of another type than an integer (`ucred` is three):
+            // its socket channels are `SocketOptionProvider`s, which `Channel` does not declare.
             guard let provider = channel as? any SocketOptionProvider else {
                 return channel.eventLoop.makeSucceededFuture(nil)
             }

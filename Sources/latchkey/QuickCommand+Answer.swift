@@ -30,9 +30,10 @@ extension QuickCommand {
     private func token(
         account: String?, validity: TokenValidity?, format: TokenFormat?, idToken: Bool, _ environment: [String: String]
     ) -> QuickOutcome {
-        // With an agent, the token alone is its answer: no store to open here.
-        if format ?? (json ? .json : .token) == .token, let value = agentToken(account, validity, idToken, environment)
-        {
+        // With an agent, the token alone is its answer: no store to open here. Once asked, it is
+        // not asked again below: its refusal would be the same.
+        let tokenAlone = format ?? (json ? .json : .token) == .token
+        if tokenAlone, let value = agentToken(account, validity, idToken, environment) {
             Self.write(TerminalText.safe(value) + "\n")
             return .answered
         }
@@ -51,8 +52,9 @@ extension QuickCommand {
             } else {
                 stored.accessToken(minimumValidity: Self.defaultValidity, at: now)
             }
-        // To be refreshed: by the agent, when one runs for this store.
-        if value == nil,
+        // To be refreshed: by the agent, when one runs for this store (the formats that print
+        // more than the token, which the store's record describes).
+        if value == nil, !tokenAlone,
             let (given, expiresAt) = QuickAgent.refreshed(
                 stored, of: store, idToken: idToken, validity: validity?.seconds, environment)
         {

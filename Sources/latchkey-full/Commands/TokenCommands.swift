@@ -101,22 +101,29 @@ struct TokenCommand: AsyncParsableCommand {
             throw CLIError.provider(error, doing: idToken ? "No ID token" : "No access token")
         }
         let stored = try await credential.token
-        let description = TokenDescription(
-            token: token, idToken: idToken, stored: stored, resource: resource, key: key,
-            account: context.stored.metadata.displayName ?? context.stored.id.rawValue)
+        try show(
+            TokenDescription(
+                token: token, idToken: idToken, stored: stored, resource: resource, key: key,
+                account: context.stored.metadata.displayName ?? context.stored.id.rawValue),
+            boundToKey: stored.dpop != nil)
+    }
+
+    /// Prints the token in the format asked for; a bound access token cannot be fixed headers,
+    /// and on a terminal comes with a note on how to send it.
+    private func show(_ description: TokenDescription, boundToKey: Bool) throws {
         switch format ?? (global.json ? .json : .token) {
-        case .token: Output.line(token)
+        case .token: Output.line(description.token)
         case .json: Output.json(description.fields)
         case .export: for line in description.exportLines { Output.line(line) }
         case .headers:
-            guard stored.dpop == nil else {
+            guard !boundToKey else {
                 throw CLIError.input(
                     "This token is bound to the account's key (DPoP): each request needs a proof of its own, which no fixed headers can carry. Use `latchkey api URL`, or `latchkey proof METHOD URL`."
                 )
             }
             Output.json(description.headers)
         }
-        if !idToken, stored.dpop != nil, Output.errorIsTerminal {
+        if !idToken, boundToKey, Output.errorIsTerminal {
             Output.note(
                 "This token is bound to the account's key (DPoP): a request needs a proof with it. Use `latchkey api URL`, or `latchkey proof METHOD URL` for curl."
             )
@@ -138,20 +145,11 @@ extension TokenCommand {
             accessToken: idToken ? nil : token, tokenType: answer.tokenType ?? "Bearer", idToken: idToken ? token : nil,
             scopes: answer.scopes, issuedAt: Date(), expiresAt: answer.expiresAt,
             provider: ProviderIdentity(issuer: answer.issuer ?? "", clientID: ""))
-        let description = TokenDescription(
-            token: token, idToken: idToken, stored: stored, resource: resource.flatMap(URL.init(string:)), key: "",
-            account: answer.account ?? account ?? "")
-        switch format ?? (global.json ? .json : .token) {
-        case .token: Output.line(token)
-        case .json: Output.json(description.fields)
-        case .export: for line in description.exportLines { Output.line(line) }
-        case .headers:
-            guard stored.tokenType.lowercased() != "dpop" else {
-                throw CLIError.input(
-                    "This token is bound to a key (DPoP): use `latchkey api URL`, or `latchkey proof`.")
-            }
-            Output.json(description.headers)
-        }
+        try show(
+            TokenDescription(
+                token: token, idToken: idToken, stored: stored, resource: resource.flatMap(URL.init(string:)), key: "",
+                account: answer.account ?? account ?? ""),
+            boundToKey: stored.tokenType.lowercased() == "dpop")
     }
 }
 

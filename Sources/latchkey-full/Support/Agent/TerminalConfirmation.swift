@@ -9,7 +9,8 @@ actor TerminalConfirmation {
     static let shared = TerminalConfirmation()
 
     func ask(_ use: AgentUse) async -> Bool {
-        let question = "latchkey agent: \(use.description.replacingOccurrences(of: ": asked", with: "")). Allow? [y/N] "
+        let peer = use.peerUserID.map { "uid \($0)" } ?? "a process"
+        let question = "latchkey agent: \(peer) asks for \(use.request). Allow? [y/N] "
         let answer = try? await NIOThreadPool.singleton.runIfActive { () -> String? in
             // The controlling terminal; else a terminal on standard input (a session without one).
             var terminal = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
