@@ -31,7 +31,9 @@ struct DPoPProofTests {
         return try #require(Data(base64Encoded: base64))
     }
 
-    @Test("a proof carries htm, htu without query or fragment, iat, jti, ath and nonce, and verifies with its own jwk")
+    @Test(
+        "a proof carries htm, htu without query or fragment, iat a second back, jti, ath and nonce, and verifies with its own jwk"
+    )
     func signedProof() async throws {
         let key = DPoPKey()
         // RFC 9449 §7.1's example: this access token's `ath`.
@@ -55,7 +57,7 @@ struct DPoPProofTests {
         let claims = try await keys.verify(proof, as: ProofClaims.self)
         #expect(claims.htm == "GET")
         #expect(claims.htu == "https://resource.example.org/protectedresource")
-        #expect(claims.iat == 1_562_262_618)
+        #expect(claims.iat == 1_562_262_617, "a second before the proof is made")
         #expect(claims.jti == "e1j3V_bKic8-LAEB")
         #expect(claims.ath == "fUHyO2r2Z3DZ53EsNrWBb0xWXoaNy59IiKCAqksmQEo")
         #expect(claims.nonce == "eyJ7S_zG.eyJH0-Z.HX4w-7v")
@@ -124,7 +126,7 @@ struct DPoPProofTests {
             try JSONSerialization.jsonObject(with: Data(proof.claimsJSON.utf8)) as? [String: Any])
         #expect(claims["nonce"] as? String == nonce)
         #expect(claims["htu"] as? String == "https://api.example/a%22b/c")
-        #expect(claims["iat"] as? Int == 7)
+        #expect(claims["iat"] as? Int == 6)
         #expect(claims["jti"] as? String == "j")
     }
 }

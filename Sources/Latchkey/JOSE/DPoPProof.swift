@@ -9,7 +9,7 @@ package struct DPoPProof: Sendable {
     package var method: String
     /// The request's URL; `htu` is this without its query and fragment.
     package var url: URL
-    /// When the proof is made (`iat`, whole seconds).
+    /// When the proof is made; `iat` is this less ``issuedAtMargin``, in whole seconds.
     package var issuedAt: Date
     /// The proof's unique id (`jti`).
     package var id: String
@@ -53,10 +53,18 @@ package struct DPoPProof: Sendable {
         return components.string ?? url.absoluteString
     }
 
+    /// How far `iat` is set back from ``issuedAt``, in seconds. A server may allow no `iat`
+    /// after its own time (Glewlwyd by default) and read that time from a coarse clock (glibc's
+    /// `time()`, up to a tick behind the one a client reads): a proof made in a second's first
+    /// milliseconds, or by a client whose clock runs a little ahead, would be refused as from
+    /// the future. A second back costs one second of the server's window for a proof's age,
+    /// which is tens of seconds or minutes everywhere we know of.
+    package static let issuedAtMargin: TimeInterval = 1
+
     /// The claims the proof carries, as the JSON text signed (keys sorted).
     package var claimsJSON: String {
         let iat = ProviderNumbers.integer(
-            issuedAt.timeIntervalSince1970.rounded(.down), fallback: 0, in: Int.min...Int.max)
+            (issuedAt.timeIntervalSince1970 - Self.issuedAtMargin).rounded(.down), fallback: 0, in: Int.min...Int.max)
         var members: [String] = []
         if let accessToken {
             members.append(#""ath":"# + Self.quoted(Base64URL.encode(Data(SHA256.hash(data: Data(accessToken.utf8))))))
