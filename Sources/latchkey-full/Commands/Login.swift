@@ -90,7 +90,7 @@ struct Login: AsyncParsableCommand {
         let session = try await global.location.openStore()
         let entry = try await session.home.provider(named: found?.provider ?? provider)
         let client = try session.client(named: entry.name)
-        if !(client is PingJourneyProvider), !passwordStdin, !browser, !device {
+        if client.pingJourney == nil, !passwordStdin, !browser, !device {
             throw CLIError.input("Choose one of --username U --password-stdin, --browser or --device.")
         }
         let password = passwordStdin ? try readSecretFromStandardInput("password") : nil
@@ -99,7 +99,8 @@ struct Login: AsyncParsableCommand {
         let countdown = Countdown()
         let credential: Credential
         do {
-            if let ping = client as? PingJourneyProvider {
+            switch client {
+            case .pingJourney(let ping):
                 guard !browser, !device, resource.isEmpty, scope == nil else {
                     throw CLIError.input(
                         "A Ping journey signs in by walking its pages; --browser, --device, --resource and --scope are not for it."
@@ -109,7 +110,7 @@ struct Login: AsyncParsableCommand {
                     username: username, password: password, interactive: JourneyPrompts.standardInputIsTerminal)
                 credential = try await ping.signIn(
                     try await walk(ping, prompts), into: session.store, tags: tags, makeDefault: makeDefault)
-            } else if let cognito = client as? CognitoProvider {
+            case .cognito(let cognito):
                 guard resource.isEmpty, scope == nil else {
                     throw CLIError.input("--resource and --scope are for OpenID providers.")
                 }
@@ -121,7 +122,7 @@ struct Login: AsyncParsableCommand {
                     try await cognito.signIn(
                         username: username, password: password, into: store, tags: tags, makeDefault: makeDefault)
                 }
-            } else if let openID = client as? OpenIDProvider {
+            case .openID(let openID):
                 let (store, makeDefault) = (session.store, makeDefault)
                 let method = method(password: password, countdown: countdown)
                 // The provider's resources and this sign-in's, each once.
@@ -136,8 +137,6 @@ struct Login: AsyncParsableCommand {
                     try await openID.signIn(
                         method, scopes: scopes, resources: resources, into: store, tags: tags, makeDefault: makeDefault)
                 }
-            } else {
-                throw CLIError.input("This provider cannot sign in accounts.")
             }
         } catch let error as ProviderError {
             await countdown.stop()

@@ -203,7 +203,8 @@ struct ProviderCommand: AsyncParsableCommand {
             // are tried again now that its configuration changed.
             var retried = 0
             if home.databaseURL != nil || FileManager.default.fileExists(atPath: home.databasePath) {
-                let identity = try Home.client(for: entry, secret: secret, timeout: .seconds(15)).identity
+                let identity = try Home.client(for: entry, secret: secret, timeout: .seconds(15)).identityProvider
+                    .identity
                 let session = try await home.openStore()
                 retried = try await session.reading("The outbox") { () async throws(StorageError) in
                     try await session.store.retryFailedOutboxEntries(for: identity)
@@ -297,7 +298,7 @@ struct ProviderCommand: AsyncParsableCommand {
 
         func run() async throws {
             let session = try await global.location.openStore()
-            let provider = try session.client(named: name)
+            let provider = try session.client(named: name).identityProvider
             do {
                 try await session.store.capabilities.providerDocuments?.removeProviderDocuments()
             } catch {

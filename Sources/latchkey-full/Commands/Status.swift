@@ -102,7 +102,9 @@ struct Status: AsyncParsableCommand {
         do {
             guard let stored = try await session.store.credential(for: account.id) else { return "gone" }
             let credential = try await session.credential(stored)
-            if let ping = credential.provider as? PingJourneyProvider, let sessionToken = stored.token.sessionToken {
+            if let ping = session.providerName(of: stored).flatMap({ session.clients[$0]?.pingJourney }),
+                let sessionToken = stored.token.sessionToken
+            {
                 guard try await ping.validateSession(sessionToken).isValid else {
                     row.needsSignIn = true
                     return "sign-in-required"

@@ -86,14 +86,14 @@ extension Home {
     func openStore(requestTimeout: Duration = .seconds(15)) async throws -> Session {
         let storage = try await openStorage()
         let store = CredentialStore(storage: storage, logger: Self.logger)
-        var clients: [String: any IdentityProvider] = [:]
+        var clients: [String: ProviderClient] = [:]
         var unusable: [String: CLIError] = [:]
         for entry in try await sealLegacySecrets(providers(), storage: storage) {
             do {
                 let client = try Self.client(
                     for: entry, secret: clientSecret(of: entry, storage: storage), timeout: requestTimeout)
                 clients[entry.name] = client
-                await store.register(client)
+                await store.register(client.identityProvider)
             } catch let error as CLIError {
                 Self.logger?.notice("a provider cannot be used", metadata: ["provider": "\(entry.name)"])
                 unusable[entry.name] = error
@@ -102,7 +102,7 @@ extension Home {
         return Session(home: self, store: store, clients: clients, unusable: unusable)
     }
 
-    static func client(for entry: ProviderEntry, secret: String?, timeout: Duration) throws -> any IdentityProvider {
+    static func client(for entry: ProviderEntry, secret: String?, timeout: Duration) throws -> ProviderClient {
         let options = HTTPTransportOptions(timeout: timeout)
         let transport = AsyncHTTPClientTransport.shared
         switch entry.kind {
@@ -114,28 +114,30 @@ extension Home {
             for (kind, url) in entry.endpoints ?? [:] {
                 if let kind = EndpointKind(rawValue: kind), let url = URL(string: url) { endpoints[kind] = url }
             }
-            return OpenIDProvider(
-                configuration: OpenIDProviderConfiguration(
-                    issuer: issuer, clientID: entry.clientID, authentication: entry.authentication(secret: secret),
-                    scopes: entry.scopes ?? ["openid", "profile", "email", "offline_access"], endpoints: endpoints,
-                    requestOptions: options, allowsPasswordGrant: entry.allowsPasswordGrant ?? false,
-                    dpop: entry.dpop == true ? .required : .never,
-                    resources: (entry.resources ?? []).compactMap(URL.init(string:))),
-                transport: transport, logger: logger)
+            return .openID(
+                OpenIDProvider(
+                    configuration: OpenIDProviderConfiguration(
+                        issuer: issuer, clientID: entry.clientID, authentication: entry.authentication(secret: secret),
+                        scopes: entry.scopes ?? ["openid", "profile", "email", "offline_access"], endpoints: endpoints,
+                        requestOptions: options, allowsPasswordGrant: entry.allowsPasswordGrant ?? false,
+                        dpop: entry.dpop == true ? .required : .never,
+                        resources: (entry.resources ?? []).compactMap(URL.init(string:))),
+                    transport: transport, logger: logger))
         case .cognito:
             guard let region = entry.region, let pool = entry.userPoolID else {
                 throw CLIError.input("The Cognito provider \(entry.name) lacks its region or user pool.")
             }
-            return CognitoProvider(
-                configuration: CognitoConfiguration(
-                    region: region, userPoolID: pool, clientID: entry.clientID,
-                    endpoint: entry.endpointURL.flatMap(URL.init(string:)), requestOptions: options),
-                transport: transport, logger: logger)
+            return .cognito(
+                CognitoProvider(
+                    configuration: CognitoConfiguration(
+                        region: region, userPoolID: pool, clientID: entry.clientID,
+                        endpoint: entry.endpointURL.flatMap(URL.init(string:)), requestOptions: options),
+                    transport: transport, logger: logger))
         case .pingJourney:
             guard let configuration = entry.pingConfiguration(secret: secret, options: options) else {
                 throw CLIError.input("The Ping journey provider \(entry.name) lacks its server URL or realm.")
             }
-            return PingJourneyProvider(configuration: configuration, transport: transport, logger: logger)
+            return .pingJourney(PingJourneyProvider(configuration: configuration, transport: transport, logger: logger))
         }
     }
 }

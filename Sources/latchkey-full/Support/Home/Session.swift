@@ -9,12 +9,12 @@ import LatchkeyCommandLine
 struct Session {
     let home: Home
     let store: CredentialStore
-    let clients: [String: any IdentityProvider]
+    let clients: [String: ProviderClient]
     /// The configured providers that cannot be used, by name, with why.
     var unusable: [String: CLIError] = [:]
 
     /// The client of the provider named `name`; the reason it cannot be used when it cannot.
-    func client(named name: String) throws -> any IdentityProvider {
+    func client(named name: String) throws -> ProviderClient {
         if let client = clients[name] { return client }
         if let reason = unusable[name] { throw reason }
         throw CLIError.input("No provider is named \(name).")
@@ -101,7 +101,7 @@ struct Session {
     func providerName(of account: AccountSummary) -> String? {
         ProviderEntry.name(taggedOn: account.metadata.tags)
             ?? clients.first {
-                $0.value.identity
+                $0.value.identityProvider.identity
                     == ProviderIdentity(issuer: account.metadata.issuer, clientID: account.metadata.clientID)
             }?.key
     }
