@@ -324,8 +324,8 @@ private func registerOAuth(_ endpoints: Endpoints, on routes: RouterGroup<Provid
     routes.get(path(.deviceVerification), use: endpoints.device)
     routes.post(path(.deviceVerification), use: endpoints.device)
     for resource in endpoints.configuration.protectedResources {
-        routes.get(RouterPath("/.well-known/oauth-protected-resource" + resource.path)) { _, _ in
-            await endpoints.resourceMetadata(resource)
+        routes.get(RouterPath("/.well-known/oauth-protected-resource" + resource.path)) { request, _ in
+            await endpoints.resourceMetadata(resource, request)
         }
         for method in [HTTPRequest.Method.get, .post] {
             routes.on(RouterPath(resource.path), method: method) { request, _ in

@@ -85,6 +85,36 @@ struct ResourceDiscoveryTests {
         }
     }
 
+    @Test(
+        "the metadata is kept as providers' documents are: fetched once for every discovery sharing the storage, asked again (304) once expired; without a storage, every time"
+    )
+    func keptMetadata() async throws {
+        try await Self.withProvider { dev in
+            let resource = dev.issuer.appendingPathComponent("resource")
+            let clock = TestClock()
+            let documents = try #require(InMemoryCredentialStorage().capabilities.providerDocuments)
+            // Two processes sharing one store.
+            let first = ResourceDiscovery(
+                transport: AsyncHTTPClientTransport.shared, documents: documents, clock: clock)
+            let second = ResourceDiscovery(
+                transport: AsyncHTTPClientTransport.shared, documents: documents, clock: clock)
+            dev.faults.resetCounters()
+            let found = try await first.discover(resource)
+            #expect(try await second.discover(resource) == found)
+            #expect(dev.faults.count("resource_metadata") == 1, "one fetch while it is fresh")
+
+            clock.advance(by: .seconds(200))  // past its 60 s and the 60 s it may be used stale
+            #expect(try await second.discover(resource) == found)
+            #expect(dev.faults.count("resource_metadata") == 2, "asked again")
+            #expect(try await first.discover(resource) == found)
+            #expect(dev.faults.count("resource_metadata") == 2, "kept for another lifetime")
+
+            _ = try await Self.discovery.discover(resource)
+            _ = try await Self.discovery.discover(resource)
+            #expect(dev.faults.count("resource_metadata") == 4, "nothing kept without a storage")
+        }
+    }
+
     @Test("a URL that asks for no token, and one with no metadata, are each a typed error naming it")
     func refusals() async throws {
         try await Self.withProvider { dev in

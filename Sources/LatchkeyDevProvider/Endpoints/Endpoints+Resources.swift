@@ -16,15 +16,21 @@ extension Endpoints {
         await state.issuer + "/.well-known/oauth-protected-resource" + resource.path
     }
 
-    /// `GET /.well-known/oauth-protected-resource/PATH`: the resource's metadata.
-    func resourceMetadata(_ resource: DevProviderConfiguration.ProtectedResource) async -> Response {
-        Reply.json([
+    /// `GET /.well-known/oauth-protected-resource/PATH`: the resource's metadata, a published
+    /// document as the provider's own are (`max-age`, `ETag`), counted as `resource_metadata`.
+    func resourceMetadata(_ resource: DevProviderConfiguration.ProtectedResource, _ request: Request) async
+        -> Response
+    {
+        faults.increment("resource_metadata")
+        let metadata: [String: Any] = [
             "resource": await url(of: resource),
             "authorization_servers": [await state.issuer],
             "scopes_supported": resource.scopesSupported ?? resource.scopes,
             "bearer_methods_supported": ["header"],
             "resource_name": "Latchkey development resource \(resource.path)",
-        ])
+        ]
+        return Reply.document(
+            metadata, maxAge: configuration.documentMaxAge, modified: state.started, request: request)
     }
 
     /// The resource: its user for a usable token issued for it (or for no resource) with the

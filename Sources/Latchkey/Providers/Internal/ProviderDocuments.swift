@@ -36,7 +36,17 @@ package final class ProviderDocuments: Sendable {
         read: @escaping @Sendable (ProviderDocument) throws(ProviderError) -> Read,
         fetch: @escaping @Sendable (HTTPFields) async throws(ProviderError) -> HTTPTransportResponse
     ) async throws(ProviderError) -> Read {
-        let key = Self.key(kind, url)
+        try await document(
+            keyed: Self.key(kind, url), now: now, lifetime: lifetime, newerThan: newerThan, read: read, fetch: fetch)
+    }
+
+    /// The document kept under `key`, as ``document(_:at:now:lifetime:newerThan:read:fetch:)``
+    /// keeps a provider's: for a document of another party (a protected resource's metadata).
+    package func document<Read: Sendable>(
+        keyed key: String, now: Date, lifetime: TimeInterval, newerThan: Date? = nil,
+        read: @escaping @Sendable (ProviderDocument) throws(ProviderError) -> Read,
+        fetch: @escaping @Sendable (HTTPFields) async throws(ProviderError) -> HTTPTransportResponse
+    ) async throws(ProviderError) -> Read {
         let storage = StorageCapabilities.current.providerDocuments
         var known: ProviderDocument?
         if let storage {
