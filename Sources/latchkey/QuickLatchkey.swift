@@ -22,6 +22,11 @@ enum QuickLatchkey {
         ] {
             if let value = getenv(name) { environment[name] = String(cString: value) }
         }
+        // Without a home in the environment, the home is the user database's: the full tool
+        // reads it (this program may be a static one, which reaches that database only through
+        // the modules of the very glibc it was linked with).
+        guard ["LATCHKEY_HOME", "XDG_CONFIG_HOME", "HOME"].contains(where: { environment[$0]?.isEmpty == false })
+        else { Handover.run(arguments, input: nil) }
         var input: [UInt8]? = nil
         // Diagnostics are the full tool's: it logs what it does.
         if environment["LATCHKEY_LOG"].map(\.isEmpty) ?? true,

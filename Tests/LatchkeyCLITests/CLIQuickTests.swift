@@ -139,6 +139,19 @@ struct CLIQuickTests: DevProviderCLITest {
         }
     }
 
+    @Test("with no home in the environment it hands over: the full tool reads the user database")
+    func noHomeInEnvironment() async throws {
+        try await withDevices { _, a, _ in
+            #expect(try await login(a, "alice").status == 0)
+            let front = try LoneFront()
+            defer { front.folder.cleanUp() }
+            #expect(try await front.run(a, ["token"]).status == 0)
+            let homeless = try await front.run(a, ["token"], environment: ["HOME": "", "XDG_CONFIG_HOME": ""])
+            #expect(homeless.status == 1)
+            #expect(homeless.stderr.contains("latchkey-full cannot be started"), "\(homeless.stderr)")
+        }
+    }
+
     @Test("a store it does not read as the full tool would is handed over: a damaged default, a key elsewhere")
     func doubtfulStores() async throws {
         try await withDevices { _, a, b in
