@@ -139,6 +139,23 @@ struct CLIAgentTests: DevProviderCLITest {
         }
     }
 
+    @Test(
+        "SIGTERM, SIGINT or SIGHUP ends an agent, forwarding or the owner's, by that signal, and takes its socket away",
+        arguments: [("--forward", SIGTERM), ("--forward", SIGINT), ("--foreground", SIGHUP)])
+    func endedBySignal(mode: String, signal: Int32) async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        try await withDevices { _, a, _ in
+            #expect(try await login(a, "alice").status == 0)
+            let agent = try await Agent.start(on: a, [mode], socket: folder.file("ended.sock"))
+            #expect(try await agent.ask("token").status == 0)
+            agent.process.send(signal: signal)
+            let ended = try await agent.process.finish()
+            #expect(ended.status == signal, "ended by the signal: \(ended.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: agent.socket), "no socket left for the next agent to find")
+        }
+    }
+
     @Test("with --confirm and nobody to confirm on the agent's terminal, every use is refused")
     func unconfirmed() async throws {
         let folder = try TemporaryFolder()

@@ -95,6 +95,7 @@ struct AgentCommand: AsyncParsableCommand {
             Output.line("echo Agent pid \(getpid());")
         }
         if detached { Self.detachOutput() }
+        SignalDeferral.beforeEnding { unlink(path) }
         // The agent ends with its session: when its socket goes (the runtime directory is
         // removed at logout), it goes too.
         let watch = Task {

@@ -76,6 +76,15 @@ enum SignalDeferral {
     /// The first deferred signal received, if any.
     private static let received = NIOLockedValueBox<Int32?>(nil)
 
+    /// What is undone before a signal ends the process (an agent's socket), in order.
+    private static let cleanups = NIOLockedValueBox<[@Sendable () -> Void]>([])
+
+    /// Has `cleanup` run before a signal ends the process: an agent removes its socket, which
+    /// would otherwise stay for the next agent, or a remote host, to find and fail on.
+    static func beforeEnding(_ cleanup: @escaping @Sendable () -> Void) {
+        cleanups.withLockedValue { $0.append(cleanup) }
+    }
+
     /// Cancels the sign-in under way, while there is one.
     private static let signingIn = NIOLockedValueBox<(@Sendable () -> Void)?>(nil)
 
@@ -107,6 +116,7 @@ enum SignalDeferral {
         // write(2), unbuffered. No `fflush(nil)`: that takes standard input's lock too, which a
         // prompt reading a line holds while it waits.)
         TerminalEcho.restore()
+        for cleanup in cleanups.withLockedValue({ $0 }) { cleanup() }
         signal(number, SIG_DFL)
         var set = sigset_t()
         sigemptyset(&set)
