@@ -77,22 +77,22 @@ public struct ResourceDiscovery: Sendable {
                     } catch {
                         throw ProviderError(.invalidResponse, reason: error.reason, underlying: error)
                     }
-                }
-            ) { conditions async throws(ProviderError) in
-                do throws(ResourceDiscoveryError) {
-                    let answer = try await discovery.get(location, conditions)
-                    guard answer.response.status == .ok || answer.response.status == .notModified else {
-                        throw ResourceDiscoveryError(
-                            .noMetadata, url: location,
-                            reason:
-                                "\(ProtectedResourceMetadata.shown(resource)) publishes no protected resource metadata at \(ProtectedResourceMetadata.shown(location)) (RFC 9728).",
-                            status: answer.response.status.code)
+                },
+                fetch: { conditions async throws(ProviderError) in
+                    do throws(ResourceDiscoveryError) {
+                        let answer = try await discovery.get(location, conditions)
+                        guard answer.response.status == .ok || answer.response.status == .notModified else {
+                            throw ResourceDiscoveryError(
+                                .noMetadata, url: location,
+                                reason:
+                                    "\(ProtectedResourceMetadata.shown(resource)) publishes no protected resource metadata at \(ProtectedResourceMetadata.shown(location)) (RFC 9728).",
+                                status: answer.response.status.code)
+                        }
+                        return answer
+                    } catch {
+                        throw ProviderError(.invalidResponse, reason: error.reason, underlying: error)
                     }
-                    return answer
-                } catch {
-                    throw ProviderError(.invalidResponse, reason: error.reason, underlying: error)
-                }
-            }
+                })
         }
         do throws(ProviderError) {
             guard let documents = self.documents else { return try await find() }
