@@ -5,6 +5,18 @@ import NIOCore
 import NIOHTTP1
 
 extension Endpoints {
+    /// A client's POST to `endpoint` (the token endpoint, revocation, device authorization): its
+    /// form, and the client it authenticates as (RFC 6749 §2.3), adopted from its metadata
+    /// document first when its id is one.
+    func clientRequest(_ request: Request, to endpoint: String) async throws -> (
+        Parameters, DevProviderConfiguration.Client
+    ) {
+        guard request.method == .post else { throw OAuthFailure.invalidRequest("\(endpoint) takes POST.") }
+        let form = try await Parameters.of(request)
+        try await adoptClient(named: try form["client_id"])
+        return (form, try ClientAuthentication.authenticate(request, form, clients: state.clients))
+    }
+
     /// Adopts the client a URL client id names (OAuth Client ID Metadata Document, the draft
     /// MCP's authorization builds on): its document is fetched from that URL the first time the
     /// id is seen, checked, and the public client it describes kept as long as the provider runs.

@@ -104,10 +104,7 @@ struct Endpoints: Sendable {
     // MARK: Token endpoint (RFC 6749 §3.2, RFC 8628 §3.4)
 
     func token(_ request: Request, _ context: ProviderContext) async throws -> Response {
-        guard request.method == .post else { throw OAuthFailure.invalidRequest("The token endpoint takes POST.") }
-        let form = try await Parameters.of(request)
-        try await adoptClient(named: try form["client_id"])
-        let client = try ClientAuthentication.authenticate(request, form, clients: state.clients)
+        let (form, client) = try await clientRequest(request, to: "The token endpoint")
         let grantType = try form.required("grant_type")
         faults.increment("token.\(grantType)")
         guard DevProviderConfiguration.allGrantTypes.contains(grantType) else {
@@ -173,10 +170,7 @@ struct Endpoints: Sendable {
     // MARK: Revocation (RFC 7009) and introspection (RFC 7662)
 
     func revocation(_ request: Request, _ context: ProviderContext) async throws -> Response {
-        guard request.method == .post else { throw OAuthFailure.invalidRequest("The revocation endpoint takes POST.") }
-        let form = try await Parameters.of(request)
-        try await adoptClient(named: try form["client_id"])
-        let client = try ClientAuthentication.authenticate(request, form, clients: state.clients)
+        let (form, client) = try await clientRequest(request, to: "The revocation endpoint")
         let token = try form.required("token")
         _ = try form["token_type_hint"]  // a hint only: every kind of token is looked up
         try await state.revoke(token, client: client)
@@ -250,10 +244,7 @@ struct Endpoints: Sendable {
     // MARK: Device authorization (RFC 8628 §3.1)
 
     func deviceAuthorization(_ request: Request, _ context: ProviderContext) async throws -> Response {
-        guard request.method == .post else { throw OAuthFailure.invalidRequest("Device authorization takes POST.") }
-        let form = try await Parameters.of(request)
-        try await adoptClient(named: try form["client_id"])
-        let client = try ClientAuthentication.authenticate(request, form, clients: state.clients)
+        let (form, client) = try await clientRequest(request, to: "Device authorization")
         guard client.grantTypes.contains("urn:ietf:params:oauth:grant-type:device_code") else {
             throw OAuthFailure.unauthorizedClient("The client may not use the device grant.")
         }
