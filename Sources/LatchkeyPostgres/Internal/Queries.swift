@@ -175,10 +175,6 @@ extension PostgresCredentialStorage {
 
     // MARK: Failures
 
-    /// PostgreSQL's failure as a ``StorageError``: no connection is ``StorageError/Code/unreachable``,
-    /// a lock that did not come in time ``StorageError/Code/busy``, anything else
-    /// ``StorageError/Code/databaseFailure`` with the server's message (which holds no token:
-    /// tokens reach the server sealed).
     /// Locks the `latchkey_setting` row `name` until the transaction of `connection` ends.
     ///
     /// A row lock, not an advisory lock: servers that only speak PostgreSQL's protocol may make
@@ -196,6 +192,10 @@ extension PostgresCredentialStorage {
         }
     }
 
+    /// PostgreSQL's failure as a ``StorageError``: no connection, or one the server ended, is
+    /// ``StorageError/Code/unreachable``, a lock that did not come in time
+    /// ``StorageError/Code/busy``, anything else ``StorageError/Code/databaseFailure`` with the
+    /// server's message (which holds no token: tokens reach the server sealed).
     static func storageError(_ error: any Error, doing what: String) -> StorageError {
         if let error = error as? StorageError { return error }
         if let transaction = error as? PostgresTransactionError {
@@ -226,8 +226,12 @@ extension PostgresCredentialStorage {
             }
             // Connection and shutdown classes (08, 57P) and transient ones (40, 53) may clear.
             let transient = ["08", "57", "40", "53"].contains(String(state.prefix(2)))
+            // The server ended the connection (a failover or restart terminated it, it is
+            // shutting down or starting, the session idled out): the statement did not run and
+            // nothing was written, as when the server cannot be reached at all.
+            let ended = state.hasPrefix("08") || ["57P01", "57P02", "57P03", "57P05"].contains(state)
             return StorageError(
-                transient && state.hasPrefix("08") ? .unreachable : .databaseFailure,
+                ended ? .unreachable : .databaseFailure,
                 reason: "PostgreSQL refused \(what): \(message) (\(state)).", underlying: psql, retryable: transient)
         case .queryCancelled:
             return StorageError(.cancelled, reason: "Cancelled while \(what); nothing changed.", underlying: psql)
