@@ -6,13 +6,10 @@ import PostgresNIO
 /// shares: a session ended by one instance is gone for all, and a logout token's `jti` is
 /// recorded once (its primary key decides which instance's insert wins).
 extension PostgresCredentialStorage: WebSessionStorage {
-    static let webSessionColumns =
-        "handle, credential_id, issuer, subject, sid, created_at, last_seen_at, expires_at"
-
     public func insertWebSession(_ session: WebSession) async throws(StorageError) {
         try await execute(
             """
-            INSERT INTO latchkey_web_session (\(unescaped: Self.webSessionColumns))
+            INSERT INTO latchkey_web_session (\(unescaped: WebSession.storedColumns))
             VALUES (\(session.handle), \(session.credentialID.rawValue), \(session.issuer), \(session.subject),
                 \(session.providerSessionID), \(session.createdAt.timeIntervalSinceReferenceDate),
                 \(session.lastSeenAt.timeIntervalSinceReferenceDate), \(session.expiresAt.timeIntervalSinceReferenceDate))
@@ -22,7 +19,7 @@ extension PostgresCredentialStorage: WebSessionStorage {
     public func webSession(handle: String) async throws(StorageError) -> WebSession? {
         try Self.webSessions(
             try await rows(
-                "SELECT \(unescaped: Self.webSessionColumns) FROM latchkey_web_session WHERE handle = \(handle)")
+                "SELECT \(unescaped: WebSession.storedColumns) FROM latchkey_web_session WHERE handle = \(handle)")
         ).first
     }
 
@@ -39,7 +36,7 @@ extension PostgresCredentialStorage: WebSessionStorage {
             try await rows(
                 """
                 DELETE FROM latchkey_web_session WHERE handle = \(handle)
-                RETURNING \(unescaped: Self.webSessionColumns)
+                RETURNING \(unescaped: WebSession.storedColumns)
                 """)
         ).first
     }
@@ -50,7 +47,7 @@ extension PostgresCredentialStorage: WebSessionStorage {
         try Self.webSessions(
             try await rows(
                 """
-                SELECT \(unescaped: Self.webSessionColumns) FROM latchkey_web_session
+                SELECT \(unescaped: WebSession.storedColumns) FROM latchkey_web_session
                 WHERE issuer = \(issuer) AND (\(providerSessionID)::text IS NULL OR sid = \(providerSessionID))
                     AND (\(subject)::text IS NULL OR subject = \(subject))
                 """))
@@ -62,7 +59,7 @@ extension PostgresCredentialStorage: WebSessionStorage {
         try Self.webSessions(
             try await rows(
                 """
-                SELECT \(unescaped: Self.webSessionColumns) FROM latchkey_web_session
+                SELECT \(unescaped: WebSession.storedColumns) FROM latchkey_web_session
                 WHERE expires_at <= \(date.timeIntervalSinceReferenceDate)
                     OR last_seen_at < \(idleBefore.timeIntervalSinceReferenceDate)
                 LIMIT \(limit)

@@ -5,13 +5,10 @@ public import Latchkey
 /// Web sessions, pending sign-ins (sealed) and the logout tokens seen, in tables of the file
 /// every process shares.
 extension SQLiteCredentialStorage: WebSessionStorage {
-    static let webSessionColumns =
-        "handle, credential_id, issuer, subject, sid, created_at, last_seen_at, expires_at"
-
     public func insertWebSession(_ session: WebSession) async throws(StorageError) {
         try await write { db, _ in
             try db.execute(
-                sql: "INSERT INTO web_session (\(Self.webSessionColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                sql: "INSERT INTO web_session (\(WebSession.storedColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 arguments: [
                     session.handle, session.credentialID.rawValue, session.issuer, session.subject,
                     session.providerSessionID, session.createdAt.timeIntervalSinceReferenceDate,
@@ -23,7 +20,7 @@ extension SQLiteCredentialStorage: WebSessionStorage {
     public func webSession(handle: String) async throws(StorageError) -> WebSession? {
         try await read { db, _ in
             try Row.fetchOne(
-                db, sql: "SELECT \(Self.webSessionColumns) FROM web_session WHERE handle = ?", arguments: [handle]
+                db, sql: "SELECT \(WebSession.storedColumns) FROM web_session WHERE handle = ?", arguments: [handle]
             ).map(Self.webSession)
         }
     }
@@ -39,7 +36,7 @@ extension SQLiteCredentialStorage: WebSessionStorage {
     public func removeWebSession(handle: String) async throws(StorageError) -> WebSession? {
         try await write { db, _ in
             let found = try Row.fetchOne(
-                db, sql: "SELECT \(Self.webSessionColumns) FROM web_session WHERE handle = ?", arguments: [handle]
+                db, sql: "SELECT \(WebSession.storedColumns) FROM web_session WHERE handle = ?", arguments: [handle]
             ).map(Self.webSession)
             try db.execute(sql: "DELETE FROM web_session WHERE handle = ?", arguments: [handle])
             return found
@@ -68,7 +65,7 @@ extension SQLiteCredentialStorage: WebSessionStorage {
     {
         try await read { db, _ in
             try Row.fetchAll(
-                db, sql: "SELECT \(Self.webSessionColumns) FROM web_session WHERE \(condition)", arguments: arguments
+                db, sql: "SELECT \(WebSession.storedColumns) FROM web_session WHERE \(condition)", arguments: arguments
             ).map(Self.webSession)
         }
     }

@@ -4,15 +4,31 @@ import JWTKit
 /// The signature half of verifying a provider's JWT, written once for ID tokens and logout
 /// tokens: parse, check the algorithm against an allow-list, find the key in the provider's JWKS
 /// (fetching it once more for an unknown `kid`), and verify with that key's public half only.
-/// The claims are the caller's to check.
+/// The claims every such token has (`iss`, `aud`) are checked here too; the rest are the
+/// caller's.
 enum SignedJWT {
-    /// Why the signature half failed.
-    enum Failure: Error, Sendable {
-        case malformed, algorithmNotAllowed, unknownKey, invalidSignature
+    /// Why the signature half, or the issuer and audience, failed. The raw values are the names
+    /// of ``IDTokenError/Reason`` and ``LogoutTokenError/Reason`` that report them.
+    enum Failure: String, Error, Sendable {
+        case tooLarge, malformed, algorithmNotAllowed, unknownKey, invalidSignature, issuerMismatch, audienceMismatch
+    }
+
+    /// `token`'s header and payload once it is no longer than ``IDTokenVerifier/maximumLength``,
+    /// its signature verifies with a key of `keys`, its `iss` is `issuer` and its `aud` holds
+    /// `clientID`.
+    static func verify(
+        _ token: String, issuer: String, clientID: String, algorithms: Set<JWSAlgorithm>,
+        keys: @Sendable (_ refetch: Bool) async throws -> JWKS
+    ) async throws(Failure) -> (header: JWTHeader, payload: IDTokenPayload) {
+        guard token.utf8.count <= IDTokenVerifier.maximumLength else { throw .tooLarge }
+        let verified = try await verify(token, as: IDTokenPayload.self, algorithms: algorithms, keys: keys)
+        guard verified.payload.issuer?.value == issuer else { throw .issuerMismatch }
+        guard verified.payload.audience?.value.contains(clientID) == true else { throw .audienceMismatch }
+        return verified
     }
 
     /// `token`'s header and payload once its signature verifies with a key of `keys`.
-    static func verify<Payload: JWTPayload>(
+    private static func verify<Payload: JWTPayload>(
         _ token: String, as payload: Payload.Type, algorithms: Set<JWSAlgorithm>,
         keys: @Sendable (_ refetch: Bool) async throws -> JWKS
     ) async throws(Failure) -> (header: JWTHeader, payload: Payload) {

@@ -39,6 +39,10 @@ public struct WebSession: Sendable, Hashable, Codable {
         self.lastSeenAt = lastSeenAt
         self.expiresAt = expiresAt
     }
+
+    /// The columns a storage keeps a session in, in the order both backends read them.
+    package static let storedColumns =
+        "handle, credential_id, issuer, subject, sid, created_at, last_seen_at, expires_at"
 }
 
 /// How long web sessions and pending sign-ins live.
