@@ -178,8 +178,13 @@ extension SQLiteCredentialStorage {
     }
 
     public func defaultCredentialID() async throws(StorageError) -> CredentialID? {
+        // Every command and agent request that names no account asks this first: kept, as the
+        // credentials are, while the database is unchanged, so that no seal is opened for it.
         let path = self.path
-        return try await read { db, sealer in try Self.defaultMarker(db, sealer: sealer).credentialID(path: path) }
+        return try await cachedRead(
+            cached: { cache, version in cache.defaultID(counter: version) },
+            read: { db, sealer in try Self.defaultMarker(db, sealer: sealer).credentialID(path: path) },
+            keep: { cache, id, stamp in cache.keep(defaultID: id, stamp: stamp) })
     }
 
     public func setDefaultCredentialID(_ id: CredentialID?) async throws(StorageError) {

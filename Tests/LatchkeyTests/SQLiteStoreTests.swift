@@ -63,7 +63,7 @@ struct SQLiteStoreTests {
         }
     }
 
-    @Test("credentials and the default survive reopening")
+    @Test("credentials and the default survive reopening; a default another store changes is seen at once")
     func persistence() async throws {
         let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
@@ -72,6 +72,15 @@ struct SQLiteStoreTests {
         let bob = try await CredentialStore.sqlite(at: path).add(Fixtures.token(user: "bob"), makeDefault: true)
         let reopened = try await CredentialStore.sqlite(at: path)
         #expect(try await reopened.all() == [alice, bob])
+        #expect(try await reopened.default?.id == bob.id)
+        // The default is kept between reads while the file is unchanged; another connection's
+        // commit (another process, as `latchkey use` is) is seen by the next read.
+        let other = try await CredentialStore.sqlite(at: path)
+        try await other.setDefault(alice.id)
+        #expect(try await reopened.default?.id == alice.id)
+        try await other.setDefault(nil)
+        #expect(try await reopened.default == nil)
+        try await reopened.setDefault(bob.id)
         #expect(try await reopened.default?.id == bob.id)
     }
 
@@ -285,7 +294,9 @@ struct SQLiteStoreTests {
         #expect(try await store.find(.username("alice")).map(\.id) == [alice.id])
         #expect(Set(try await store.damagedRecords().map(\.id)) == [bob.id.rawValue, carol.id.rawValue])
 
-        // The default marker is sealed too: pointing it elsewhere by hand does not work.
+        // The default marker is sealed too: pointing it elsewhere by hand does not work, however
+        // recently the marker was read.
+        #expect(try await store.default == alice)
         try await damage(
             path, "UPDATE setting SET value = CAST('\(carol.id)' AS BLOB) WHERE name = 'default_credential'")
         let error = await #expect(throws: StorageError.self) { _ = try await store.default }

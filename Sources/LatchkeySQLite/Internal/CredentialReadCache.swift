@@ -28,6 +28,8 @@ struct CredentialReadCache: Sendable {
     private var last: StoredCredential?
     /// Every account's summary, when listed under the current stamp.
     private var accounts: [AccountSummary]?
+    /// The default account's id, when read under the current stamp (`.some(nil)`: none is set).
+    private var defaultID: CredentialID??
 
     /// Counts a write of this storage's own (before it runs).
     mutating func wrote() {
@@ -39,6 +41,7 @@ struct CredentialReadCache: Sendable {
         credentials.removeAll(keepingCapacity: true)
         last = nil
         accounts = nil
+        defaultID = nil
         current = nil
     }
 
@@ -61,6 +64,18 @@ struct CredentialReadCache: Sendable {
     mutating func keep(accounts listed: [AccountSummary], stamp: Stamp) {
         guard adopt(stamp) else { return }
         accounts = listed
+    }
+
+    /// The default account's id read under the current stamp, if it is still current at
+    /// `counter` (`.some(nil)`: none is set; `nil`: not kept).
+    mutating func defaultID(counter: SQLiteChangeCounter.Value) -> CredentialID?? {
+        isCurrent(counter: counter) ? defaultID : nil
+    }
+
+    /// Keeps the default account's id, read under `stamp`, unless something was written since.
+    mutating func keep(defaultID id: CredentialID?, stamp: Stamp) {
+        guard adopt(stamp) else { return }
+        defaultID = .some(id)
     }
 
     /// Makes `stamp` the current one (dropping what was kept under another); false when this
