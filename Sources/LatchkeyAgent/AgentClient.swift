@@ -52,7 +52,7 @@ public struct AgentClient: Sendable {
                 return try await group.next() ?? nil
             }
             guard let line else { throw Failure(description: "The agent at \(path) did not answer.") }
-            guard let answer = AgentCoding.decode(AgentAnswer.self, from: line) else {
+            guard let answer = AgentCoding.answer(from: line) else {
                 throw Failure(description: "The agent at \(path) answered something it should not have.")
             }
             return answer

@@ -63,7 +63,9 @@ public final class AgentServer: Sendable {
         defer { umask(previous) }
         let lineLength = limits.lineLength
         let idle = TimeAmount.nanoseconds(Int64(limits.idleTime.components.seconds) * 1_000_000_000)
-        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        // One loop for the socket and every connection: the tasks that answer run on it too.
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        let channel = try await ServerBootstrap(group: loop)
             .serverChannelOption(.backlog, value: 256)
             .bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true) { child in
                 Self.peerUserID(of: child).flatMapThrowing { uid in
@@ -96,6 +98,15 @@ public final class AgentServer: Sendable {
 
     /// Serves until the socket is closed (``close()``, or a `stop` request).
     public func run() async throws {
+        let executor = EventLoopTaskExecutor(channel.channel.eventLoop)
+        try await withTaskExecutorPreference(executor) {
+            try await serveConnections()
+        }
+    }
+
+    /// Accepts connections, each served by a task of its own (which prefers the loop's executor,
+    /// as this one does).
+    private func serveConnections() async throws {
         try await withThrowingDiscardingTaskGroup { group in
             try await channel.executeThenClose { inbound in
                 for try await connection in inbound {
@@ -148,7 +159,7 @@ public final class AgentServer: Sendable {
 
     /// The answer to one line, and whether the agent is to stop.
     private func respond(to line: ByteBuffer, from peer: UInt32?) async -> (AgentAnswer, Bool) {
-        guard let asked = AgentCoding.decode(AgentRequest.self, from: line) else {
+        guard let asked = AgentCoding.request(from: line) else {
             return (.failed(.invalid, "The request is not one the agent reads."), false)
         }
         if let named = asked.store, let own = backend.storeName, named != own {

@@ -3,11 +3,11 @@ import NIOCore
 
 /// ``AgentWire``'s lines as NIO's buffers.
 enum AgentCoding {
-    static func encode<Value: Encodable>(_ value: Value) -> ByteBuffer {
-        ByteBuffer(bytes: AgentWire.line(value))
-    }
+    static func encode(_ request: AgentRequest) -> ByteBuffer { ByteBuffer(bytes: AgentWire.line(request)) }
 
-    static func decode<Value: Decodable>(_ type: Value.Type, from line: ByteBuffer) -> Value? {
-        AgentWire.value(type, from: line.readableBytesView)
-    }
+    static func encode(_ answer: AgentAnswer) -> ByteBuffer { ByteBuffer(bytes: AgentWire.line(answer)) }
+
+    static func request(from line: ByteBuffer) -> AgentRequest? { AgentWire.request(from: line.readableBytesView) }
+
+    static func answer(from line: ByteBuffer) -> AgentAnswer? { AgentWire.answer(from: line.readableBytesView) }
 }

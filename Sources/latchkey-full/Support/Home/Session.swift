@@ -12,6 +12,9 @@ struct Session {
     let clients: [String: ProviderClient]
     /// The configured providers that cannot be used, by name, with why.
     var unusable: [String: CLIError] = [:]
+    /// The process's environment (`LATCHKEY_ACCOUNT`), read once: the agent asks for an account
+    /// at every request, and the environment is copied whole at every read.
+    let environment = ProcessInfo.processInfo.environment
 
     /// The client of the provider named `name`; the reason it cannot be used when it cannot.
     func client(named name: String) throws -> ProviderClient {
@@ -52,7 +55,7 @@ struct Session {
     /// The id of the account `reference` names (id, username or email), else `LATCHKEY_ACCOUNT`
     /// names, else of the default account, read without opening any token.
     func accountID(_ reference: String?) async throws -> CredentialID {
-        let reference = AccountChoice.reference(reference, environment: ProcessInfo.processInfo.environment)
+        let reference = AccountChoice.reference(reference, environment: environment)
         guard let reference else {
             guard let id = try await defaultAccountID() else {
                 throw CLIError.input("No default account; name one, or choose one with `latchkey use`.")
@@ -76,7 +79,7 @@ struct Session {
             try await store.credential(for: id)
         }
         guard let stored else {
-            let named = AccountChoice.reference(reference, environment: ProcessInfo.processInfo.environment)
+            let named = AccountChoice.reference(reference, environment: environment)
             throw CLIError.input(named.map { "No account matches \($0)." } ?? "The default account is gone.")
         }
         return stored
