@@ -1,5 +1,6 @@
 // libFuzzer target for Latchkey's decoders of untrusted input: the token response (RFC 6749
-// §5.1), a stored token, and the claims of a compact JWS. Built by scripts/fuzz with -sanitize=fuzzer,address.
+// §5.1), a stored token, the claims of a compact JWS, and the agent's lines (a forwarded
+// socket reads what a remote host sends). Built by scripts/fuzz with -sanitize=fuzzer,address.
 import Foundation
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -25,6 +26,15 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     _ = UnverifiedClaims.read("eyJhbGciOiJSUzI1NiJ9.\(payload).c2ln")
     if let claims = UnverifiedClaims.read("eyJhbGciOiJSUzI1NiJ9.\(payload).c2ln") {
         _ = claims.values.map(\.description)
+    }
+    // The agent's lines: read or refused, and what is read is written back as what reads the same.
+    if let request = AgentWire.request(from: data) {
+        _ = request.description
+        precondition(AgentWire.request(from: AgentWire.line(request).dropLast()) == request)
+    }
+    if let answer = AgentWire.answer(from: data) {
+        _ = answer.description
+        precondition(AgentWire.answer(from: AgentWire.line(answer).dropLast()) == answer)
     }
     return 0
 }

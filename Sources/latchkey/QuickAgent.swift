@@ -61,7 +61,7 @@ enum QuickAgent {
         var limit = timeval(tv_sec: timeout, tv_usec: 0)
         setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
         // `send` with MSG_NOSIGNAL: an agent gone mid-request is a nil, not a SIGPIPE.
-        let message = Array(AgentWire.line(request))
+        let message = AgentWire.line(request)
         var sent = 0
         while sent < message.count {
             let count = message[sent...].withUnsafeBytes {
@@ -78,6 +78,6 @@ enum QuickAgent {
             line += buffer[..<count]
         }
         guard let end = line.firstIndex(of: UInt8(ascii: "\n")) else { return nil }
-        return AgentWire.value(AgentAnswer.self, from: line[..<end])
+        return AgentWire.answer(from: line[..<end])
     }
 }
