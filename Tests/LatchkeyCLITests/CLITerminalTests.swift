@@ -13,7 +13,9 @@ struct CLITerminalTests: DevProviderCLITest {
         CLI.Run(
             try await ChildProcess.runOnTerminal(
                 CLI.binary, ["--home", device.path] + arguments, environment: CLI.environment(), typed: typed,
-                limit: TestTiming.scaled(.seconds(30))))
+                // A limit for a hang, not a speed: a passphrase-sealed key costs two scrypt runs
+                // of 128 MiB, which took over 30 s beside the rest of the suite on two CPUs.
+                limit: TestTiming.scaled(.seconds(120))))
     }
 
     @Test("client secret, password, a journey's name, password and choice, and signout's choice, all typed ahead")
