@@ -38,18 +38,23 @@ package struct HomeLocation: Sendable {
         func nonEmpty(_ name: String) -> String? { environment[name].flatMap { $0.isEmpty ? nil : $0 } }
         self.passphraseDescriptor = passphraseDescriptor
         databaseURL = store ?? nonEmpty("LATCHKEY_DATABASE_URL")
+        // Every path here is a folder's, said so: a URL not told asks the file system (a
+        // `stat` per component, at every quick answer).
         if let explicit {
-            folder = URL(fileURLWithPath: explicit)
+            folder = URL(filePath: explicit, directoryHint: .isDirectory)
         } else if let home = nonEmpty("LATCHKEY_HOME") {
-            folder = URL(fileURLWithPath: home)
+            folder = URL(filePath: home, directoryHint: .isDirectory)
         } else if let config = nonEmpty("XDG_CONFIG_HOME") {
-            folder = URL(fileURLWithPath: config).appendingPathComponent("latchkey")
+            folder = URL(filePath: config, directoryHint: .isDirectory).appending(
+                path: "latchkey", directoryHint: .isDirectory)
         } else if let home = nonEmpty("HOME") {
             // As the XDG base directories are defined; the user database (which reading costs
             // a look at nsswitch.conf and passwd) only when there is no HOME.
-            folder = URL(fileURLWithPath: home).appendingPathComponent(".config/latchkey")
+            folder = URL(filePath: home, directoryHint: .isDirectory).appending(
+                path: ".config/latchkey", directoryHint: .isDirectory)
         } else {
-            folder = FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".config/latchkey")
+            folder = FileManager.default.homeDirectoryForCurrentUser.appending(
+                path: ".config/latchkey", directoryHint: .isDirectory)
         }
         if let keyDescriptor {
             key = .descriptor(keyDescriptor)
@@ -61,16 +66,18 @@ package struct HomeLocation: Sendable {
     }
 
     /// The SQLite database.
-    package var databasePath: String { folder.appendingPathComponent("credentials.sqlite").path }
+    package var databasePath: String { folder.appending(path: "credentials.sqlite", directoryHint: .notDirectory).path }
     /// The store by name: the PostgreSQL store's URL, else the SQLite database's path (what a
     /// process tells `latchkey agent` it reads, so that the agent answers for its own only).
     package var storeName: String { databaseURL ?? databasePath }
     /// The key file beside it.
     package var keyFileBesideDatabase: String { databasePath + ".key" }
     /// The configured providers.
-    package var providersFile: URL { folder.appendingPathComponent("providers.json") }
+    package var providersFile: URL { folder.appending(path: "providers.json", directoryHint: .notDirectory) }
     /// The provider list a key rotation left waiting (sealed under the new key).
-    package var pendingProvidersFile: URL { folder.appendingPathComponent("providers.json.next") }
+    package var pendingProvidersFile: URL {
+        folder.appending(path: "providers.json.next", directoryHint: .notDirectory)
+    }
     /// Where `key move` recorded the key's place.
-    package var keyLocationFile: URL { folder.appendingPathComponent("key-location.json") }
+    package var keyLocationFile: URL { folder.appending(path: "key-location.json", directoryHint: .notDirectory) }
 }
