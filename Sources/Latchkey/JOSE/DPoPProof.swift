@@ -67,11 +67,12 @@ package struct DPoPProof: Sendable {
             (issuedAt.timeIntervalSince1970 - Self.issuedAtMargin).rounded(.down), fallback: 0, in: Int.min...Int.max)
         var members: [String] = []
         if let accessToken {
-            members.append(#""ath":"# + Self.quoted(Base64URL.encode(Data(SHA256.hash(data: Data(accessToken.utf8))))))
+            members.append(
+                #""ath":"# + JSONText.quoted(Base64URL.encode(Data(SHA256.hash(data: Data(accessToken.utf8))))))
         }
-        members += [#""htm":"# + Self.quoted(method), #""htu":"# + Self.quoted(targetURI), #""iat":\#(iat)"#]
-        members.append(#""jti":"# + Self.quoted(id))
-        if let nonce { members.append(#""nonce":"# + Self.quoted(nonce)) }
+        members += [#""htm":"# + JSONText.quoted(method), #""htu":"# + JSONText.quoted(targetURI), #""iat":\#(iat)"#]
+        members.append(#""jti":"# + JSONText.quoted(id))
+        if let nonce { members.append(#""nonce":"# + JSONText.quoted(nonce)) }
         return "{" + members.joined(separator: ",") + "}"
     }
 
@@ -83,25 +84,5 @@ package struct DPoPProof: Sendable {
         } catch {
             throw ProviderError(.unsupported, reason: "A DPoP proof could not be signed.")
         }
-    }
-
-    /// `text` as a JSON string (RFC 8259 §7): quotes, backslashes and control characters escaped.
-    static func quoted(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                out +=
-                    "\\u" + String(repeating: "0", count: 4 - String(scalar.value, radix: 16).count)
-                    + String(scalar.value, radix: 16)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
     }
 }

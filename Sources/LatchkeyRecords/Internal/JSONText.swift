@@ -3,7 +3,7 @@
 /// generic types and conformances `Codable` needs, once per process, and a process is one
 /// answer). RFC 8259 as it is: a reader that refuses what is not JSON, never traps, and goes
 /// no deeper than ``maximumDepth``; a writer whose strings escape what must be escaped.
-enum JSONText {
+package enum JSONText {
     /// The deepest nesting read; deeper is refused.
     static let maximumDepth = 64
 
@@ -50,8 +50,9 @@ enum JSONText {
         }
     }
 
-    /// `value` as a JSON string, quotes included.
-    static func quoted(_ value: String) -> String {
+    /// `value` as a JSON string, quotes included (RFC 8259 §7): quotes, backslashes and control
+    /// characters escaped, nothing else.
+    package static func quoted(_ value: String) -> String {
         var text = "\""
         for scalar in value.unicodeScalars {
             switch scalar {
