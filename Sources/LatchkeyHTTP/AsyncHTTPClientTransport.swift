@@ -96,13 +96,15 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         let (whole, overflow) = max(seconds, 0).multipliedReportingOverflow(by: 1_000_000_000)
         let deadline = NIODeadline.now() + .nanoseconds(overflow ? Int64.max / 2 : whole + attoseconds / 1_000_000_000)
         do {
-            // AsyncHTTPClient's deadline ends when the response head arrives; the body is read
-            // under the same deadline here, so a body that trickles in cannot outlast it. Its
-            // own deadline comes later, so that the timer below decides (see `TimeoutTimer`).
+            // The timer below is the request's only deadline, head and body alike (a body that
+            // trickles in cannot outlast it): it ends the request by cancelling it. AsyncHTTPClient
+            // gets none of its own, since its deadline is a point in time too: in a process stopped
+            // past it, it fired at the resumption, before the answer already in the socket was
+            // read, and the rotated refresh token in that answer was lost (see `TimeoutTimer`).
             let request = outgoing
             return try await withThrowingTaskGroup(of: HTTPTransportResponse?.self) { group in
                 group.addTask { [client] in
-                    let response = try await client.execute(request, deadline: deadline + TimeoutTimer.grace)
+                    let response = try await client.execute(request, deadline: .distantFuture)
                     var fields = HTTPFields()
                     for header in response.headers {
                         if let name = HTTPField.Name(header.name) {
@@ -129,7 +131,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
                 defer { group.cancelAll() }
                 guard case .some(let answer?) = try await group.next() else {
                     throw TransportError(
-                        .timedOut, "No whole answer from \(url.host ?? "the server") in time.", underlying: nil)
+                        .timedOut, "No answer from \(url.host ?? "the server") in time.", underlying: nil)
                 }
                 return answer
             }
@@ -165,8 +167,9 @@ enum TimeoutTimer {
     /// How late a timer may wake before its process is taken to have been stopped: well above
     /// a busy machine's scheduling delay, well below a Ctrl-Z.
     static let lateness = TimeAmount.milliseconds(100)
-    /// How long an answer that arrived while the process was stopped gets to be read.
-    static let grace = TimeAmount.milliseconds(500)
+    /// How long an answer that arrived while the process was stopped gets to be read: spent only
+    /// by a process that was stopped, and long enough for one that resumes on a loaded machine.
+    static let grace = TimeAmount.seconds(2)
 
     /// Sleeps until `deadline`, and `grace` more when it woke more than `lateness` after it.
     static func sleep(until deadline: NIODeadline) async throws {
