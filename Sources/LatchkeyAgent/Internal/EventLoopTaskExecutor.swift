@@ -5,8 +5,9 @@ import NIOCore
 /// request crosses from the loop to the concurrency pool and back, and each crossing is a
 /// thread wake-up that costs more than the rest of a valid-token answer.
 ///
-/// Nothing that blocks runs here: the store's reads and writes run on its own queue, the
-/// terminal confirmation on NIO's thread pool, and every network call is asynchronous.
+/// Nothing that waits runs here: the store's reads and writes run on its own queue, the
+/// terminal confirmation on NIO's thread pool, and every network call is asynchronous. The one
+/// synchronous write is the use log's line, appended to a local file.
 final class EventLoopTaskExecutor: TaskExecutor {
     private let loop: any EventLoop
 
