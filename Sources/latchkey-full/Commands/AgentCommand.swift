@@ -34,10 +34,10 @@ struct AgentCommand: AsyncParsableCommand {
     @Option(name: .customLong("resource"), help: "--forward: a resource it hands tokens for (repeatable).")
     var resources: [String] = []
     @Option(help: "--forward: the scopes a token may carry at most (space separated).") var scope: String?
-    @Option(name: .customLong("max-lifetime"), help: "--forward: the longest a token it hands out may still live.")
+    @Option(help: "--forward: the longest a token it hands out may still live.")
     var maxLifetime: TokenValidity?
     @Flag(help: "--forward: confirm each use on this terminal (as ssh-add -c).") var confirm = false
-    @Flag(name: .customLong("allow-id-token"), help: "--forward: hand out ID tokens too.") var allowIDToken = false
+    @Flag(help: "--forward: hand out ID tokens too.") var allowIDToken = false
     @Flag(help: .hidden) var detached = false
 
     func validate() throws {

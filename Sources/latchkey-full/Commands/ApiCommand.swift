@@ -30,7 +30,7 @@ struct ApiCommand: AsyncParsableCommand {
     @Option(name: [.customShort("H"), .customLong("header")], help: "A header, 'Name: value'; repeatable.")
     var headers: [String] = []
     @Option(name: [.customShort("d"), .customLong("data")], help: "The request body.") var data: String?
-    @Option(name: .customLong("input"), help: "Read the request body from this file ('-' for standard input).")
+    @Option(help: "Read the request body from this file ('-' for standard input).")
     var input: String?
     @Flag(name: [.customShort("i"), .customLong("include")], help: "Print the status line and headers first.")
     var include = false

@@ -26,7 +26,7 @@ extension LatchkeyCommand {
         @Option(help: "A JSON file with users, clients and lifetimes.")
         var config: String?
 
-        @Option(name: .customLong("admin-token"), help: "The token the /admin endpoints require (random by default).")
+        @Option(help: "The token the /admin endpoints require (random by default).")
         var adminToken: String?
 
         @Option(
@@ -40,7 +40,6 @@ extension LatchkeyCommand {
         var host: String = "127.0.0.1"
 
         @Flag(
-            name: .customLong("allow-non-loopback"),
             help: "Listen on an address other than loopback, knowing that the default passwords are published.")
         var allowNonLoopback = false
 

@@ -46,7 +46,7 @@ struct KeyCommand: AsyncParsableCommand {
                 the new key from the key file (a key given by --key-fd is not re-read: start them again).
                 """)
         @OptionGroup var global: GlobalOptions
-        @Option(name: .customLong("new-key-file"), help: "With --key-fd: the new file the new key goes to.")
+        @Option(help: "With --key-fd: the new file the new key goes to.")
         var newKeyFile: String?
 
         func validate() throws {

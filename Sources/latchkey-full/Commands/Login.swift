@@ -16,14 +16,14 @@ struct Login: AsyncParsableCommand {
     @Option(help: "The provider (may be left out when only one is configured).", completion: Completions.providers)
     var provider: String?
     @Option(help: "The username, with --password-stdin.") var username: String?
-    @Flag(name: .customLong("password-stdin"), help: "Read the password from standard input.") var passwordStdin = false
+    @Flag(help: "Read the password from standard input.") var passwordStdin = false
     @Flag(help: "Sign in through the browser (authorization code with PKCE and a loopback redirect).") var browser =
         false
     @Flag(help: "Sign in with a device code shown here and entered on another device.") var device = false
-    @Option(name: .customLong("redirect-port"), help: "The loopback port of the browser redirect (0: any free port).")
+    @Option(help: "The loopback port of the browser redirect (0: any free port).")
     var redirectPort: Int = 0
     @Option(help: "Seconds to wait for the browser or the device code.") var timeout: Int = 300
-    @Flag(name: .customLong("make-default"), help: "Make this account the default.") var makeDefault = false
+    @Flag(help: "Make this account the default.") var makeDefault = false
     @Option(
         help:
             "A resource (RFC 8707) this sign-in's grant is for, besides the provider's own (repeatable): `token --resource` then gets its tokens at providers that issue them only for resources named at sign-in. With no provider configured, the first one's authorization server is discovered (RFC 9728), a client registered there, and a provider added."
@@ -31,13 +31,11 @@ struct Login: AsyncParsableCommand {
     var resource: [String] = []
     @Option(help: "The scopes to ask for (space separated), instead of the provider's.") var scope: String?
     @Option(
-        name: .customLong("client-id"),
         help:
             "With --resource and no provider configured: the client to sign in as at the discovered server, instead of registering one. An https URL is a Client ID Metadata Document the server fetches (it must say it does)."
     )
     var clientID: String?
     @Flag(
-        name: .customLong("no-browser"),
         help: "With --browser: only print the URL to open (on another machine, say); do not open a browser here.")
     var noBrowser = false
 

@@ -24,14 +24,14 @@ struct ProviderCommand: AsyncParsableCommand {
         @OptionGroup var global: GlobalOptions
         @Argument(help: "A name for the provider.") var name: String
         @Option(help: "The issuer URL (OpenID).") var issuer: String?
-        @Option(name: .customLong("client-id"), help: "The client id (or --register for a new one).")
+        @Option(help: "The client id (or --register for a new one).")
         var clientID: String?
         @OptionGroup var registration: RegistrationOptions
-        @Flag(name: .customLong("client-secret-stdin"), help: "Read the client secret from standard input.")
+        @Flag(help: "Read the client secret from standard input.")
         var clientSecretStdin = false
         @Option(name: [.customLong("scope"), .customLong("scopes")], help: "The scopes to ask for, space separated.")
         var scope: String?
-        @Option(name: .customLong("auth-method"), help: "Client authentication.")
+        @Option(help: "Client authentication.")
         var authMethod: AuthMethod?
         @Option(
             name: .customLong("endpoint"),
@@ -40,7 +40,6 @@ struct ProviderCommand: AsyncParsableCommand {
         )
         var endpoints: [String] = []
         @Flag(
-            name: .customLong("allow-password-grant"),
             help:
                 "Let `login --username U --password-stdin` use the password grant: for scripts and tests only (RFC 9700 §2.4 says it must not be used)."
         )
@@ -58,23 +57,19 @@ struct ProviderCommand: AsyncParsableCommand {
         var resources: [String] = []
         @Flag(help: "An Amazon Cognito user pool.") var cognito = false
         @Option(help: "The Cognito region.") var region: String?
-        @Option(name: .customLong("user-pool-id"), help: "The Cognito user pool id.") var userPoolID: String?
-        @Option(name: .customLong("endpoint-url"), help: "The Cognito API URL (an emulator, say).") var endpointURL:
-            String?
+        @Option(help: "The Cognito user pool id.") var userPoolID: String?
+        @Option(help: "The Cognito API URL (an emulator, say).") var endpointURL: String?
         @Flag(
-            name: .customLong("ping-journey"),
             help: "A PingAM or Advanced Identity Cloud realm, signed in to through a journey.")
         var pingJourney = false
-        @Option(name: .customLong("server-url"), help: "AM's base URL, e.g. https://tenant.forgeblocks.com/am (Ping).")
+        @Option(help: "AM's base URL, e.g. https://tenant.forgeblocks.com/am (Ping).")
         var serverURL: String?
         @Option(help: "The realm, e.g. alpha (Ping).") var realm: String?
         @Option(help: "The journey to walk, e.g. Login (Ping).") var journey: String?
         @Option(
-            name: .customLong("cookie-name"),
             help: "The session header's name (Ping); asked of AM's serverinfo when left out.")
         var cookieName: String?
         @Option(
-            name: .customLong("redirect-uri"),
             help:
                 "The redirect URI registered for the client (Ping, and --register); default http://127.0.0.1/callback.")
         var redirectURI: String?
@@ -86,7 +81,6 @@ struct ProviderCommand: AsyncParsableCommand {
         )
         var gitHosts: [String] = []
         @Flag(
-            name: .customLong("git-allow-http"),
             help:
                 "Answer git over plain http too (git then sends the token in the clear); http to this machine is always answered."
         )

@@ -13,7 +13,6 @@ struct RegistrationOptions: ParsableArguments {
     )
     var register = false
     @Option(
-        name: .customLong("client-name"),
         help:
             "With --register: the name the provider shows for the client (default: latchkey; this machine's name is sent only when given here)."
     )
@@ -24,7 +23,6 @@ struct RegistrationOptions: ParsableArguments {
     )
     var confidential = false
     @Flag(
-        name: .customLong("initial-access-token-stdin"),
         help:
             "With --register: read the initial access token a provider may require (RFC 7591 §3.1) from standard input."
     )

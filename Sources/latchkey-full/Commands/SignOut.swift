@@ -4,7 +4,7 @@ import Latchkey
 import LatchkeyCommandLine
 
 /// `latchkey signout`.
-struct SignOut: AsyncParsableCommand {
+struct SignOut: AsyncParsableCommand, AccountCommand {
     static let configuration = CommandConfiguration(
         commandName: "signout",
         abstract: "Sign out on this device or on all devices, revoking the tokens.",
@@ -13,10 +13,9 @@ struct SignOut: AsyncParsableCommand {
 
     @OptionGroup var common: GlobalOptions
     @OptionGroup var accountArgument: AccountArgument
-    var account: String? { accountArgument.reference }
-    @Flag(name: .customLong("all-accounts"), help: "Sign every account out.") var allAccounts = false
+    @Flag(help: "Sign every account out.") var allAccounts = false
     @Flag(help: "Sign out on every device (the provider's global sign-out).") var global = false
-    @Flag(name: .customLong("end-session"), help: "End the provider's session too.") var endSession = false
+    @Flag(help: "End the provider's session too.") var endSession = false
     @Option(help: "What a failed server step means.") var policy: SignOutPolicy = .alwaysLocal
     @Flag(help: "Do not ask.") var yes = false
     @Flag(
@@ -224,7 +223,6 @@ struct Outbox: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Retry the queued revocations now.")
         @OptionGroup var global: GlobalOptions
         @Flag(
-            name: .customLong("include-failed"),
             help: "Also retry the entries that failed for good (their cause is gone: a provider added back, say).")
         var includeFailed = false
 

@@ -6,16 +6,14 @@ import LatchkeyCommandLine
 
 /// `latchkey token [ACCOUNT]`: the raw access token, refreshed if needed (like `gh auth token`
 /// and `oidc-token`), or the ID token, as a line, JSON or shell `export` lines.
-struct TokenCommand: AsyncParsableCommand {
+struct TokenCommand: AsyncParsableCommand, AccountCommand {
     static let configuration = CommandConfiguration(
         commandName: "token", abstract: "Print the account's access token (refreshed if needed) on standard output.")
     @OptionGroup var global: GlobalOptions
     @OptionGroup var accountArgument: AccountArgument
-    var account: String? { accountArgument.reference }
     @Option(help: "A token for this resource alone (RFC 8707): an absolute URI, its audience.") var resource: String?
     @Option(help: "A token for these scopes only (space separated), fewer than the account's.") var scope: String?
     @Option(
-        name: .customLong("min-validity"),
         help:
             "Refresh first unless the token stays valid this long (seconds, or 90s, 5m, 1h). Without it: 60 s, or half the lifetime of a token that lives less than two minutes."
     )
@@ -25,7 +23,7 @@ struct TokenCommand: AsyncParsableCommand {
             "Refresh now, whatever the token's expiry: one refresh for every process started at once (a token a refresh brought in the two seconds before this process started is that refresh)."
     )
     var force = false
-    @Flag(name: .customLong("id-token"), help: "The ID token instead (refreshed when needed).") var idToken = false
+    @Flag(help: "The ID token instead (refreshed when needed).") var idToken = false
     @Option(
         help:
             "token (the token alone), json (with its type, expiry, issuer, scope and account), export, or headers (a JSON object of HTTP headers, as MCP hosts' header helpers read)."
@@ -154,11 +152,10 @@ extension TokenCommand {
 }
 
 /// `latchkey refresh [ACCOUNT]`.
-struct Refresh: AsyncParsableCommand {
+struct Refresh: AsyncParsableCommand, AccountCommand {
     static let configuration = CommandConfiguration(abstract: "Refresh the account's tokens now.")
     @OptionGroup var global: GlobalOptions
     @OptionGroup var accountArgument: AccountArgument
-    var account: String? { accountArgument.reference }
 
     func run() async throws {
         let context = try await global.account(account)
@@ -180,12 +177,11 @@ struct Refresh: AsyncParsableCommand {
 }
 
 /// `latchkey userinfo [ACCOUNT]`.
-struct UserInfo: AsyncParsableCommand {
+struct UserInfo: AsyncParsableCommand, AccountCommand {
     static let configuration = CommandConfiguration(
         commandName: "userinfo", abstract: "Show the account's claims from the provider.")
     @OptionGroup var global: GlobalOptions
     @OptionGroup var accountArgument: AccountArgument
-    var account: String? { accountArgument.reference }
 
     func run() async throws {
         let claims: [String: JSONValue]
@@ -216,13 +212,12 @@ struct UserInfo: AsyncParsableCommand {
 }
 
 /// `latchkey revoke [ACCOUNT] [--type …]`.
-struct Revoke: AsyncParsableCommand {
+struct Revoke: AsyncParsableCommand, AccountCommand {
     static let configuration = CommandConfiguration(
         abstract: "Revoke the account's tokens at the provider (RFC 7009); revoked tokens leave this device.")
     @OptionGroup var global: GlobalOptions
     @OptionGroup var accountArgument: AccountArgument
-    var account: String? { accountArgument.reference }
-    @Option(name: .customLong("type"), help: "Which tokens.") var type: RevocationScope = .all
+    @Option(help: "Which tokens.") var type: RevocationScope = .all
 
     func run() async throws {
         let context = try await global.account(account)
@@ -267,12 +262,11 @@ struct Revoke: AsyncParsableCommand {
 }
 
 /// `latchkey remove [ACCOUNT]`: local only.
-struct Remove: AsyncParsableCommand {
+struct Remove: AsyncParsableCommand, AccountCommand {
     static let configuration = CommandConfiguration(
         abstract: "Remove the account from this device only; its tokens stay valid on the server until they expire.")
     @OptionGroup var global: GlobalOptions
     @OptionGroup var accountArgument: AccountArgument
-    var account: String? { accountArgument.reference }
 
     func run() async throws {
         let session = try await global.location.openStore()

@@ -23,3 +23,14 @@ struct AccountArgument: ParsableArguments {
     /// The account named on the command line; `nil` leaves it to `LATCHKEY_ACCOUNT` and the default.
     var reference: String? { option ?? positional }
 }
+
+/// A command about one account, named by ``AccountArgument``.
+protocol AccountCommand {
+    /// ACCOUNT or `--account`.
+    var accountArgument: AccountArgument { get }
+}
+
+extension AccountCommand {
+    /// The account named on the command line; `nil` leaves it to `LATCHKEY_ACCOUNT` and the default.
+    var account: String? { accountArgument.reference }
+}

@@ -38,7 +38,6 @@ struct GlobalOptions: ParsableArguments {
     var json = false
 
     @Option(
-        name: .customLong("key-file"),
         help:
             "The store's key, kept elsewhere: a file holding 32 bytes or their base64. Default: $LATCHKEY_KEY_FILE, then the key file beside the database."
     )
@@ -50,7 +49,6 @@ struct GlobalOptions: ParsableArguments {
     var keyDescriptor: Int32?
 
     @Option(
-        name: .customLong("store"),
         help:
             "Keep the credentials in this PostgreSQL store (postgres://USER@HOST[:PORT]/DATABASE), shared by every instance that names it, with its key from --key-file or $LATCHKEY_KEY_FILE, waited for $LATCHKEY_DATABASE_TIMEOUT seconds (5). Default: $LATCHKEY_DATABASE_URL, then the SQLite store in the home."
     )
