@@ -67,6 +67,17 @@ struct LogoutTokenVerifierTests {
         await #expect(throws: LogoutTokenError(reason)) { _ = try await verify(token, keys: keys) }
     }
 
+    @Test("a refusal names the kind of token and the check, never the token; both kinds share the checks' names")
+    func refusalDescription() async throws {
+        let keys = try await Keys()
+        let token = try await keys.keys.sign(Claims(claims(["jti": nil])), kid: "ec-1")
+        let error = try await #require(throws: LogoutTokenError.self) { _ = try await verify(token, keys: keys) }
+        #expect(error.description == "The logout token was refused: missingID.")
+        #expect(!"\(error)".contains(token))
+        #expect(IDTokenError(.expired).description == "The ID token was refused: expired.")
+        #expect(IDTokenError.Reason.expired == LogoutTokenError.Reason.expired)
+    }
+
     @Test("an old token with a live exp is taken: exp, not iat, bounds a token that has one")
     func expBounds() async throws {
         let keys = try await Keys()

@@ -20,8 +20,7 @@ struct IDTokenPayload: JWTPayload {
         case audience = "aud"
         case expiration = "exp"
         case issuedAt = "iat"
-        case
-            notBefore = "nbf"
+        case notBefore = "nbf"
     }
 
     init(from decoder: any Decoder) throws {
@@ -32,22 +31,6 @@ struct IDTokenPayload: JWTPayload {
         expiration = try container.decodeIfPresent(ExpirationClaim.self, forKey: .expiration)
         issuedAt = try container.decodeIfPresent(IssuedAtClaim.self, forKey: .issuedAt)
         notBefore = try container.decodeIfPresent(NotBeforeClaim.self, forKey: .notBefore)
-        all = try decoder.singleValueContainer().decode([String: JSONValue].self)
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(all)
-    }
-
-    func verify(using algorithm: some JWTAlgorithm) async throws {}
-}
-
-/// A payload of any claims, for reading them without a signature check.
-struct AnyClaims: JWTPayload {
-    var all: [String: JSONValue]
-
-    init(from decoder: any Decoder) throws {
         all = try decoder.singleValueContainer().decode([String: JSONValue].self)
     }
 

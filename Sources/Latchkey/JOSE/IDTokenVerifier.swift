@@ -3,68 +3,16 @@ public import Foundation
 public import JWTKit
 
 /// Why an ID token was rejected. Its description names the check, never the token.
-public struct IDTokenError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// Which check failed.
-    public struct Reason: Sendable, Hashable, CustomStringConvertible {
-        private enum Base: String, Sendable, Hashable {
-            case malformed, tooLarge, algorithmNotAllowed, unknownKey, invalidSignature, issuerMismatch,
-                audienceMismatch, authorizedPartyMismatch, expired, issuedInFuture, notYetValid, nonceMismatch,
-                accessTokenHashMismatch, subjectMismatch
-        }
-
-        private let base: Base
-
-        /// Not a compact JWS with a JSON header and payload.
-        public static let malformed = Reason(base: .malformed)
-        /// Larger than ``IDTokenVerifier/maximumLength``.
-        public static let tooLarge = Reason(base: .tooLarge)
-        /// `alg` is not on the allow-list (`none` and HMAC never are), or does not fit the key.
-        public static let algorithmNotAllowed = Reason(base: .algorithmNotAllowed)
-        /// No key in the JWKS has the token's `kid`, even after fetching the JWKS again.
-        public static let unknownKey = Reason(base: .unknownKey)
-        /// The signature does not verify.
-        public static let invalidSignature = Reason(base: .invalidSignature)
-        /// `iss` is not the provider's issuer.
-        public static let issuerMismatch = Reason(base: .issuerMismatch)
-        /// `aud` does not contain the client id.
-        public static let audienceMismatch = Reason(base: .audienceMismatch)
-        /// `azp` is missing where it is required (several audiences) or is not the client id.
-        public static let authorizedPartyMismatch = Reason(base: .authorizedPartyMismatch)
-        /// `exp` has passed (beyond the leeway).
-        public static let expired = Reason(base: .expired)
-        /// `iat` is in the future (beyond the leeway), or missing.
-        public static let issuedInFuture = Reason(base: .issuedInFuture)
-        /// `nbf` is in the future (beyond the leeway): not valid yet.
-        public static let notYetValid = Reason(base: .notYetValid)
-        /// `nonce` is not the one sent with the request.
-        public static let nonceMismatch = Reason(base: .nonceMismatch)
-        /// `at_hash` does not match the access token.
-        public static let accessTokenHashMismatch = Reason(base: .accessTokenHashMismatch)
-        /// `sub` changed on refresh (OpenID Connect Core §12.2).
-        public static let subjectMismatch = Reason(base: .subjectMismatch)
-
-        private init(base: Base) { self.base = base }
-
-        init(_ failure: SignedJWT.Failure) { base = Base(rawValue: failure.rawValue) ?? .malformed }
-
-        /// The check's name.
-        public var rawValue: String { base.rawValue }
-        public var description: String { base.rawValue }
-    }
-
-    /// Which check failed.
-    public var reason: Reason
-
-    /// Creates an error.
-    public init(_ reason: Reason) { self.reason = reason }
-
-    init(_ failure: SignedJWT.Failure) { self.init(Reason(failure)) }
-
-    public var description: String { "The ID token was rejected: \(reason.rawValue)." }
-}
+///
+/// The checks it reports: a signed JWT's (size, `alg`, key, signature, `iss`, `aud`), then
+/// `azp`, `exp`, `iat`, `nbf`, `nonce`, `sub` and `at_hash`.
+public typealias IDTokenError = TokenRejection<IDTokenClaims>
 
 /// The claims of a verified ID token (their registered names read through ``VerifiedClaims``).
 public struct IDTokenClaims: VerifiedClaims, Hashable {
+    /// What the token is called in ``TokenRejection``'s description.
+    public static let tokenName = "ID token"
+
     /// Every claim, as it came.
     public var all: [String: JSONValue]
 }

@@ -1,75 +1,19 @@
 public import Foundation
 public import JWTKit
 
-/// Why a logout token was refused. Its description names the check that failed, never the token.
-public struct LogoutTokenError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// Which check failed.
-    public struct Reason: Sendable, Hashable, CustomStringConvertible {
-        private enum Base: String, Sendable, Hashable {
-            case malformed, tooLarge, algorithmNotAllowed, unknownKey, invalidSignature, wrongType, issuerMismatch,
-                audienceMismatch, expired, issuedInFuture, tooOld, missingEvent, noSubjectOrSession, containsNonce,
-                missingID, keysUnavailable
-        }
-
-        private let base: Base
-
-        /// Not a compact JWS with a JSON header and payload.
-        public static let malformed = Reason(base: .malformed)
-        /// Larger than ``IDTokenVerifier/maximumLength``.
-        public static let tooLarge = Reason(base: .tooLarge)
-        /// `alg` is not on the allow-list (`none` and HMAC never are), or does not fit the key.
-        public static let algorithmNotAllowed = Reason(base: .algorithmNotAllowed)
-        /// No key in the provider's JWKS has the token's `kid`, even after fetching it again.
-        public static let unknownKey = Reason(base: .unknownKey)
-        /// The signature does not verify.
-        public static let invalidSignature = Reason(base: .invalidSignature)
-        /// The header's `typ` names another kind of token (`at+jwt`, say): neither `logout+jwt` nor
-        /// the generic `JWT` of untyped tokens.
-        public static let wrongType = Reason(base: .wrongType)
-        /// `iss` is not the provider's issuer.
-        public static let issuerMismatch = Reason(base: .issuerMismatch)
-        /// `aud` does not contain the client id.
-        public static let audienceMismatch = Reason(base: .audienceMismatch)
-        /// `exp` has passed (beyond the leeway).
-        public static let expired = Reason(base: .expired)
-        /// `iat` is missing, or in the future (beyond the leeway).
-        public static let issuedInFuture = Reason(base: .issuedInFuture)
-        /// A token without `exp` whose `iat` is older than ``LogoutTokenVerifier/maximumAge``.
-        public static let tooOld = Reason(base: .tooOld)
-        /// `events` does not hold the back-channel logout event.
-        public static let missingEvent = Reason(base: .missingEvent)
-        /// Neither `sub` nor `sid`: nothing says whose sessions end.
-        public static let noSubjectOrSession = Reason(base: .noSubjectOrSession)
-        /// A `nonce`: logout tokens must not carry one (it is how an ID token could pass as one).
-        public static let containsNonce = Reason(base: .containsNonce)
-        /// No `jti`, without which a replay cannot be told apart.
-        public static let missingID = Reason(base: .missingID)
-        /// The provider's key set could not be fetched: nothing was checked (retryable).
-        public static let keysUnavailable = Reason(base: .keysUnavailable)
-
-        private init(base: Base) { self.base = base }
-
-        init(_ failure: SignedJWT.Failure) { base = Base(rawValue: failure.rawValue) ?? .malformed }
-
-        /// The check's name.
-        public var rawValue: String { base.rawValue }
-        public var description: String { base.rawValue }
-    }
-
-    /// Which check failed.
-    public var reason: Reason
-
-    /// Creates an error.
-    public init(_ reason: Reason) { self.reason = reason }
-
-    init(_ failure: SignedJWT.Failure) { self.init(Reason(failure)) }
-
-    public var description: String { "The logout token was refused: \(reason.rawValue)." }
-}
+/// Why a logout token was refused. Its description names the check, never the token.
+///
+/// The checks it reports: a signed JWT's (size, `alg`, key, signature, `iss`, `aud`), then
+/// `typ`, `iat`, `exp` (or the age of a token without it), `events`, `sub` or `sid`, no
+/// `nonce`, `jti`, and whether the key set could be fetched at all.
+public typealias LogoutTokenError = TokenRejection<LogoutTokenClaims>
 
 /// The claims of a verified logout token: whose sessions end (`sub`: every session of this
 /// user, unless `sid` names one), and its `jti` for the replay check (see ``VerifiedClaims``).
 public struct LogoutTokenClaims: VerifiedClaims, Hashable {
+    /// What the token is called in ``TokenRejection``'s description.
+    public static let tokenName = "logout token"
+
     /// Every claim, as it came.
     public var all: [String: JSONValue]
 }

@@ -8,7 +8,7 @@ import JWTKit
 /// caller's.
 enum SignedJWT {
     /// Why the signature half, or the issuer and audience, failed. The raw values are the names
-    /// of ``IDTokenError/Reason`` and ``LogoutTokenError/Reason`` that report them.
+    /// of the ``TokenCheck`` values that report them.
     enum Failure: String, Error, Sendable {
         case tooLarge, malformed, algorithmNotAllowed, unknownKey, invalidSignature, issuerMismatch, audienceMismatch
     }

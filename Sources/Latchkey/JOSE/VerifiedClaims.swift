@@ -3,11 +3,16 @@ public import Foundation
 /// The claims of a JWT whose signature and checks passed (an ID token, a logout token): every
 /// claim as it came, and the registered ones by name.
 public protocol VerifiedClaims: Sendable {
+    /// What such a token is called in an error's description ("ID token").
+    static var tokenName: String { get }
     /// Every claim, as it came.
     var all: [String: JSONValue] { get }
 }
 
 extension VerifiedClaims {
+    /// "token", unless the type names its kind.
+    public static var tokenName: String { "token" }
+
     /// `iss`.
     public var issuer: String? { all["iss"]?.stringValue }
     /// `sub`.

@@ -224,7 +224,7 @@ public actor OpenIDProvider: IdentityProvider {
     ///
     /// - Parameter maximumAge: how old, by its `iat`, a token without `exp` may be.
     /// - Throws: ``LogoutTokenError`` naming the check that failed; a key set that cannot be
-    ///   fetched is ``LogoutTokenError/Reason/keysUnavailable``.
+    ///   fetched is ``TokenCheck/keysUnavailable``.
     public func verifyLogoutToken(_ token: String, maximumAge: TimeInterval = 120) async throws(LogoutTokenError)
         -> LogoutTokenClaims
     {
