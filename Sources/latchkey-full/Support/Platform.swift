@@ -1,9 +1,4 @@
-// The one platform shim of `latchkey-full`: the C library, for every file (signals, file
-// descriptors, terminals), beside Foundation.
-#if canImport(Glibc)
-    @_exported import Glibc
-#elseif canImport(Musl)
-    @_exported import Musl
-#elseif canImport(Darwin)
-    @_exported import Darwin
-#endif
+// `latchkey-full`'s platform is `LatchkeyCommandLine`'s, the tool's one shim: the C library
+// (signals, file descriptors, terminals) for every file; a file that needs all of Foundation
+// imports it.
+@_exported import LatchkeyCommandLine
