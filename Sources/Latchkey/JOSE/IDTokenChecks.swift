@@ -49,3 +49,42 @@ struct IDTokenChecks: Sendable {
         previous?.idToken.flatMap(UnverifiedClaims.read)?["sub"]?.stringValue
     }
 }
+
+/// A provider that checks its ID tokens against the key set it fetches itself. Its checks are
+/// made at first use and kept; their fetch holds the provider weakly, since the provider holds
+/// them (a strong hold each way kept every provider that ever verified an ID token alive).
+protocol ChecksIDTokens: Actor {
+    /// The checks, once made.
+    var idTokenChecks: IDTokenChecks? { get set }
+    /// The client the tokens must be for.
+    nonisolated var idTokenClientID: String { get }
+    /// The accepted algorithms.
+    nonisolated var idTokenAlgorithms: Set<JWSAlgorithm> { get }
+    /// Clock skew tolerated on `exp`, `iat` and `nbf`.
+    nonisolated var idTokenLeeway: TimeInterval { get }
+    /// The provider's logger.
+    var logger: Logger { get }
+    /// The provider's clock.
+    nonisolated var clock: any LatchkeyClock { get }
+    /// The key set: a kept copy while it is valid (and newer than `newerThan`), else fetched.
+    func fetchJWKS(newerThan: Date?) async throws(ProviderError) -> JWKSCache.Fetched
+}
+
+extension ChecksIDTokens {
+    /// The ID-token checks, with this provider's key set (fetched once for many callers).
+    var idTokens: IDTokenChecks {
+        if let idTokenChecks { return idTokenChecks }
+        let checks = IDTokenChecks(
+            clientID: idTokenClientID, algorithms: idTokenAlgorithms, leeway: idTokenLeeway, logger: logger,
+            clock: clock
+        ) { [weak self] newerThan async throws(ProviderError) -> JWKSCache.Fetched in
+            // Only the provider's own calls fetch, and they hold it: released, it fetches no more.
+            guard let self else {
+                throw ProviderError(.cancelled, endpoint: .jwks, reason: "The provider was released.")
+            }
+            return try await self.fetchJWKS(newerThan: newerThan)
+        }
+        idTokenChecks = checks
+        return checks
+    }
+}

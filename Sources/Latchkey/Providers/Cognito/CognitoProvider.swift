@@ -70,7 +70,7 @@ public actor CognitoProvider: IdentityProvider {
     let wire: ProviderWire
     /// The time the provider goes by: token dates and ID-token checks.
     public nonisolated let clock: any LatchkeyClock
-    private var idTokenChecks: IDTokenChecks?
+    var idTokenChecks: IDTokenChecks?
     /// Whether the app client was found to rotate refresh tokens (see
     /// ``CognitoConfiguration/refreshTokenRotation``).
     var rotatesRefreshTokens: Bool?
@@ -179,21 +179,9 @@ public actor CognitoProvider: IdentityProvider {
         _ = try await idTokens.keys.keys(refetch: true)
     }
 
-    /// The ID-token checks, with the pool's key set (fetched once for many callers).
-    private var idTokens: IDTokenChecks {
-        if let idTokenChecks { return idTokenChecks }
-        let checks = IDTokenChecks(
-            clientID: configuration.clientID, algorithms: IDTokenVerifier.defaultAlgorithms,
-            leeway: configuration.leeway, logger: logger, clock: clock
-        ) { newerThan async throws(ProviderError) -> JWKSCache.Fetched in try await self.fetchJWKS(newerThan: newerThan)
-        }
-        idTokenChecks = checks
-        return checks
-    }
-
     /// The pool's key set: the store's copy while it is valid (and newer than `newerThan`), else
     /// fetched and kept there (see ``ProviderDocuments``).
-    private func fetchJWKS(newerThan: Date?) async throws(ProviderError) -> JWKSCache.Fetched {
+    func fetchJWKS(newerThan: Date?) async throws(ProviderError) -> JWKSCache.Fetched {
         let base = configuration.endpoint.map {
             $0.absoluteString.hasSuffix("/") ? $0.absoluteString : $0.absoluteString + "/"
         }
@@ -310,4 +298,11 @@ public actor CognitoProvider: IdentityProvider {
         }
         return error
     }
+}
+
+extension CognitoProvider: ChecksIDTokens {
+    nonisolated var idTokenClientID: String { configuration.clientID }
+    /// Cognito signs with RS256: the default allow-list.
+    nonisolated var idTokenAlgorithms: Set<JWSAlgorithm> { IDTokenVerifier.defaultAlgorithms }
+    nonisolated var idTokenLeeway: TimeInterval { configuration.leeway }
 }

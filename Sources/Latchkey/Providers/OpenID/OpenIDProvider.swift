@@ -29,7 +29,7 @@ public actor OpenIDProvider: IdentityProvider {
     /// is none), read only when one is needed.
     private nonisolated let supplement = CachedValue<[EndpointKind: URL], ProviderError>()
     /// The ID-token checks, with this provider's key set, made on first use.
-    private var idTokenChecks: IDTokenChecks?
+    var idTokenChecks: IDTokenChecks?
     /// The nonces the provider gave for DPoP proofs.
     nonisolated let dpopNonces: DPoPNonces
     /// Its metadata and key set, kept in the store it is registered with.
@@ -201,21 +201,9 @@ public actor OpenIDProvider: IdentityProvider {
         }
     }
 
-    /// The ID-token checks, with this provider's key set (fetched once for many callers).
-    var idTokens: IDTokenChecks {
-        if let idTokenChecks { return idTokenChecks }
-        let checks = IDTokenChecks(
-            clientID: configuration.clientID, algorithms: configuration.idTokenAlgorithms,
-            leeway: configuration.leeway, logger: logger, clock: clock
-        ) { newerThan async throws(ProviderError) -> JWKSCache.Fetched in try await self.fetchJWKS(newerThan: newerThan)
-        }
-        idTokenChecks = checks
-        return checks
-    }
-
     /// The key set: the store's copy while it is valid (and newer than `newerThan`), else
     /// fetched and kept there.
-    private func fetchJWKS(newerThan: Date?) async throws(ProviderError) -> JWKSCache.Fetched {
+    func fetchJWKS(newerThan: Date?) async throws(ProviderError) -> JWKSCache.Fetched {
         try await documents.keySet(at: try await endpoint(.jwks), now: now(), newerThan: newerThan, through: wire)
     }
 
@@ -250,4 +238,10 @@ public actor OpenIDProvider: IdentityProvider {
             idToken, issuer: try await metadata().issuer, nonce: nonce, accessToken: accessToken, subject: subject,
             now: now())
     }
+}
+
+extension OpenIDProvider: ChecksIDTokens {
+    nonisolated var idTokenClientID: String { configuration.clientID }
+    nonisolated var idTokenAlgorithms: Set<JWSAlgorithm> { configuration.idTokenAlgorithms }
+    nonisolated var idTokenLeeway: TimeInterval { configuration.leeway }
 }
