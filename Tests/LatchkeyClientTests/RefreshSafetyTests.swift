@@ -253,12 +253,15 @@ struct RefreshSafetyTests {
         }
     }
 
-    @Test("a store is released when its callers let go, and a removed credential's handle goes with it")
+    @Test(
+        "a store and its provider are released when their callers let go, after the provider verified ID tokens and the credential refreshed"
+    )
     func storeReleased() async throws {
         let dev = try await DevProvider.start(signingKeys: SharedSigningKeys.get())
         defer { Task { await dev.stop() } }
         weak var releasedStore: CredentialStore?
         weak var releasedHandle: Credential?
+        weak var releasedProvider: OpenIDProvider?
         do {
             let store = CredentialStore.inMemory()
             let provider = OpenIDProvider(
@@ -268,11 +271,16 @@ struct RefreshSafetyTests {
             let credential = try await provider.signIn(
                 .password(username: "alice", password: "alice-password"), into: store)
             _ = try await credential.accessToken()
+            // The ID tokens verified against the provider's key set, which it fetched and keeps.
+            _ = try await credential.refresh()
+            _ = try await credential.userInfo()
             releasedStore = store
             releasedHandle = credential
+            releasedProvider = provider
         }
         #expect(releasedHandle == nil)
         #expect(releasedStore == nil)
+        #expect(releasedProvider == nil, "the provider outlived its last user")
     }
 
     @Test("endpoints the OpenID configuration lacks come from the RFC 8414 metadata")
