@@ -254,7 +254,7 @@ struct RefreshSafetyTests {
     }
 
     @Test(
-        "a store and its provider are released when their callers let go, after the provider verified ID tokens and the credential refreshed"
+        "a store, its provider and a credential's handle are released when their callers let go, after ID tokens were verified and the credential refreshed"
     )
     func storeReleased() async throws {
         let dev = try await DevProvider.start(signingKeys: SharedSigningKeys.get())
