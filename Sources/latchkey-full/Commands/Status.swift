@@ -15,30 +15,26 @@ struct Status: AsyncParsableCommand {
     @Flag(help: "Ask the provider whether each account's tokens still work (userinfo; the session for journeys).")
     var check = false
 
-    /// An account as `accounts` lists it, and what `status` adds.
+    /// An account as `accounts` lists it, and what `status` adds, in one JSON object.
     struct Row: Encodable {
         var account: AccountRow
-        var accessTokenValid: Bool
-        var needsSignIn: Bool
-        /// What --check found: `ok`, `sign-in-required`, or why it could not tell.
-        var checked: String?
-        var queuedRevocations: Int
-        /// The resources (RFC 8707) its grant was asked for at sign-in.
-        var resources: [String]?
+        var state: State
 
-        enum CodingKeys: String, CodingKey {
-            case accessTokenValid, needsSignIn, checked, queuedRevocations, resources
+        /// What `status` adds to the account's fields.
+        struct State: Encodable {
+            var accessTokenValid: Bool
+            var needsSignIn: Bool
+            /// What --check found: `ok`, `sign-in-required`, or why it could not tell.
+            var checked: String?
+            var queuedRevocations: Int
+            /// The resources (RFC 8707) its grant was asked for at sign-in.
+            var resources: [String]?
         }
 
-        /// The account's fields, then these, in one object.
+        /// The account's fields, then the state's, in one object.
         func encode(to encoder: any Encoder) throws {
             try account.encode(to: encoder)
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(accessTokenValid, forKey: .accessTokenValid)
-            try container.encode(needsSignIn, forKey: .needsSignIn)
-            try container.encodeIfPresent(checked, forKey: .checked)
-            try container.encode(queuedRevocations, forKey: .queuedRevocations)
-            try container.encodeIfPresent(resources, forKey: .resources)
+            try state.encode(to: encoder)
         }
     }
 
@@ -71,12 +67,14 @@ struct Status: AsyncParsableCommand {
             let name = account.metadata.displayName
             var row = Row(
                 account: AccountRow(account, in: session, default: current),
-                accessTokenValid: account.hasAccessToken && (account.accessTokenExpiresAt.map { $0 > now } ?? true),
-                needsSignIn: account.needsSignIn,
-                queuedRevocations: entries.filter { $0.account != nil && $0.account == name }.count)
+                state: Row.State(
+                    accessTokenValid: account.hasAccessToken
+                        && (account.accessTokenExpiresAt.map { $0 > now } ?? true),
+                    needsSignIn: account.needsSignIn,
+                    queuedRevocations: entries.filter { $0.account != nil && $0.account == name }.count))
             // The one thing here from the sealed tokens (a damaged record shows none of it).
-            row.resources = try? await session.store.credential(for: account.id)?.token.resources
-            if check { row.checked = await Self.check(account, in: session, row: &row) }
+            row.state.resources = try? await session.store.credential(for: account.id)?.token.resources
+            if check { row.state.checked = await Self.check(account, in: session, row: &row) }
             rows.append(row)
         }
         let outbox = OutboxState(
@@ -88,7 +86,7 @@ struct Status: AsyncParsableCommand {
         } else {
             render(rows, outbox)
         }
-        let stale = rows.filter(\.needsSignIn).count
+        let stale = rows.filter(\.state.needsSignIn).count
         if stale > 0 {
             throw CLIError(
                 status: .signInRequired,
@@ -106,17 +104,17 @@ struct Status: AsyncParsableCommand {
                 let sessionToken = stored.token.sessionToken
             {
                 guard try await ping.validateSession(sessionToken).isValid else {
-                    row.needsSignIn = true
+                    row.state.needsSignIn = true
                     return "sign-in-required"
                 }
             }
             _ = try await credential.userInfo()
             let refreshed = try await credential.token
-            row.accessTokenValid = true
+            row.state.accessTokenValid = true
             row.account.accessTokenExpiresAt = refreshed.expiresAt
             return "ok"
         } catch let error as ProviderError where error.requiresSignIn {
-            row.needsSignIn = true
+            row.state.needsSignIn = true
             return "sign-in-required"
         } catch {
             return "unknown: \(error)"
@@ -131,19 +129,19 @@ struct Status: AsyncParsableCommand {
             Output.line(
                 "\(account.isDefault ? "*" : " ") \(name) (\(account.provider ?? "unknown provider"), \(account.id))")
             let expiry = account.accessTokenExpiresAt.map { $0.formatted(.iso8601) }
-            if row.accessTokenValid {
+            if row.state.accessTokenValid {
                 Output.line("    access token: valid\(expiry.map { " until \($0)" } ?? "")")
             } else {
                 Output.line("    access token: \(expiry.map { "expired at \($0)" } ?? "none")")
             }
             Output.line("    refresh token: \(account.hasRefreshToken ? "held" : "none")")
-            if let resources = row.resources { Output.line("    resources: \(resources.joined(separator: " "))") }
-            if row.needsSignIn {
+            if let resources = row.state.resources { Output.line("    resources: \(resources.joined(separator: " "))") }
+            if row.state.needsSignIn {
                 Output.line(mark: false, "must sign in again: `latchkey login`")
-            } else if let checked = row.checked {
+            } else if let checked = row.state.checked {
                 Output.line(mark: checked == "ok", "provider check: \(checked)")
             }
-            if row.queuedRevocations > 0 { Output.line("    queued revocations: \(row.queuedRevocations)") }
+            if row.state.queuedRevocations > 0 { Output.line("    queued revocations: \(row.state.queuedRevocations)") }
         }
         if outbox.entries > 0 {
             var line = "Outbox: \(outbox.entries) revocation(s) waiting"
