@@ -46,19 +46,19 @@ package struct TokenDescription {
     /// The access token's (or resource token's) expiry, or the ID token's.
     package var expiresAt: Date? {
         if idToken { return stored.idTokenExpiresAt }
-        if let resourceToken = stored.resourceTokens[key], resourceToken.accessToken == token {
-            return resourceToken.expiresAt
-        }
+        if let resourceToken { return resourceToken.expiresAt }
         return stored.expiresAt
     }
 
+    /// The access token's (or resource token's) scopes, space separated.
     package var scope: String? {
-        if !idToken, let resourceToken = stored.resourceTokens[key], resourceToken.accessToken == token {
+        if let resourceToken {
             return resourceToken.scopes?.joined(separator: " ") ?? resourceToken.requestedScopes?.joined(separator: " ")
         }
         return stored.scope
     }
 
+    /// The `json` format's object.
     package var fields: [String: JSONValue] {
         var fields: [String: JSONValue] = [
             "token": .string(token), "type": .string(idToken ? "id_token" : "access_token"),
@@ -88,6 +88,14 @@ package struct TokenDescription {
         if let expiresAt { lines.append(("LATCHKEY_TOKEN_EXPIRES_AT", expiresAt.formatted(.iso8601))) }
         lines.append(("LATCHKEY_TOKEN_ISSUER", stored.provider.issuer))
         return lines.map { "export \($0.0)=\(Self.quoted($0.1))" }
+    }
+
+    /// The resource token this is, when it is one (RFC 8707).
+    private var resourceToken: ResourceToken? {
+        guard !idToken, let resourceToken = stored.resourceTokens[key], resourceToken.accessToken == token else {
+            return nil
+        }
+        return resourceToken
     }
 
     /// `value` in single quotes for a POSIX shell.

@@ -30,7 +30,10 @@ package struct DPoPProof: Sendable {
         self.nonce = nonce
         self.id = id
     }
+}
 
+// The proof as a JWT: its claims, as the RFC names and normalizes them, and its signature.
+extension DPoPProof {
     /// `htu`: the URL without its query and fragment (RFC 9449 §4.2), normalized as a server
     /// compares it (§4.3, RFC 3986 §6.2.2–6.2.3): scheme and host in lower case, the scheme's
     /// default port dropped, an empty path as `/`, no user information; the path otherwise as

@@ -136,6 +136,7 @@ public struct OutboxEntry: Sendable, Hashable, Identifiable, CustomStringConvert
         self.waitsFor = waitsFor
     }
 
+    /// The action, account, provider and where its delivery stands: never the token or grant.
     public var description: String {
         let state = failedPermanently ? "failed permanently" : "next: \(nextAttemptAt.formatted(.iso8601))"
         return "OutboxEntry(\(action) of \(account ?? "unknown") at \(provider), attempts: \(attempts), \(state))"
