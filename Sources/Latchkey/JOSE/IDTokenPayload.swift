@@ -14,23 +14,19 @@ struct IDTokenPayload: JWTPayload {
     /// Every claim, as it came.
     var all: [String: JSONValue]
 
-    private enum CodingKeys: String, CodingKey {
-        case issuer = "iss"
-        case subject = "sub"
-        case audience = "aud"
-        case expiration = "exp"
-        case issuedAt = "iat"
-        case notBefore = "nbf"
+    /// The registered claims, by their names in the token.
+    private enum CodingKeys: CodingKey {
+        case iss, sub, aud, exp, iat, nbf
     }
 
     init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        issuer = try container.decodeIfPresent(IssuerClaim.self, forKey: .issuer)
-        subject = try container.decodeIfPresent(SubjectClaim.self, forKey: .subject)
-        audience = try container.decodeIfPresent(AudienceClaim.self, forKey: .audience)
-        expiration = try container.decodeIfPresent(ExpirationClaim.self, forKey: .expiration)
-        issuedAt = try container.decodeIfPresent(IssuedAtClaim.self, forKey: .issuedAt)
-        notBefore = try container.decodeIfPresent(NotBeforeClaim.self, forKey: .notBefore)
+        issuer = try container.decodeIfPresent(IssuerClaim.self, forKey: .iss)
+        subject = try container.decodeIfPresent(SubjectClaim.self, forKey: .sub)
+        audience = try container.decodeIfPresent(AudienceClaim.self, forKey: .aud)
+        expiration = try container.decodeIfPresent(ExpirationClaim.self, forKey: .exp)
+        issuedAt = try container.decodeIfPresent(IssuedAtClaim.self, forKey: .iat)
+        notBefore = try container.decodeIfPresent(NotBeforeClaim.self, forKey: .nbf)
         all = try decoder.singleValueContainer().decode([String: JSONValue].self)
     }
 

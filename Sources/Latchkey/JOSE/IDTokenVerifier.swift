@@ -2,21 +2,6 @@ import Crypto
 public import Foundation
 public import JWTKit
 
-/// Why an ID token was rejected. Its description names the check, never the token.
-///
-/// The checks it reports: a signed JWT's (size, `alg`, key, signature, `iss`, `aud`), then
-/// `azp`, `exp`, `iat`, `nbf`, `nonce`, `sub` and `at_hash`.
-public typealias IDTokenError = TokenRejection<IDTokenClaims>
-
-/// The claims of a verified ID token (their registered names read through ``VerifiedClaims``).
-public struct IDTokenClaims: VerifiedClaims, Hashable {
-    /// What the token is called in ``TokenRejection``'s description.
-    public static let tokenName = "ID token"
-
-    /// Every claim, as it came.
-    public var all: [String: JSONValue]
-}
-
 /// Verifies ID tokens (OpenID Connect Core §3.1.3.7): the signature through the provider's JWKS
 /// with an algorithm from an allow-list, then iss, aud, azp, exp, iat, nbf, nonce and at_hash.
 public struct IDTokenVerifier: Sendable {

@@ -15,9 +15,12 @@ package import JWTKit
 package actor JWKSCache {
     /// A key set as fetched (or as the store kept it): when, and until when it may be used.
     package struct Fetched: Sendable {
-        package var set: JWKS
-        package var fetchedAt: Date
-        package var expiresAt: Date
+        /// The keys.
+        package let set: JWKS
+        /// When they were fetched.
+        package let fetchedAt: Date
+        /// Until when the provider said they may be used.
+        package let expiresAt: Date
 
         package init(set: JWKS, fetchedAt: Date, expiresAt: Date) {
             self.set = set

@@ -1,23 +1,6 @@
 public import Foundation
 public import JWTKit
 
-/// Why a logout token was refused. Its description names the check, never the token.
-///
-/// The checks it reports: a signed JWT's (size, `alg`, key, signature, `iss`, `aud`), then
-/// `typ`, `iat`, `exp` (or the age of a token without it), `events`, `sub` or `sid`, no
-/// `nonce`, `jti`, and whether the key set could be fetched at all.
-public typealias LogoutTokenError = TokenRejection<LogoutTokenClaims>
-
-/// The claims of a verified logout token: whose sessions end (`sub`: every session of this
-/// user, unless `sid` names one), and its `jti` for the replay check (see ``VerifiedClaims``).
-public struct LogoutTokenClaims: VerifiedClaims, Hashable {
-    /// What the token is called in ``TokenRejection``'s description.
-    public static let tokenName = "logout token"
-
-    /// Every claim, as it came.
-    public var all: [String: JSONValue]
-}
-
 /// Verifies OpenID Connect Back-Channel Logout tokens (§2.6): the signature through the
 /// provider's JWKS with an algorithm from an allow-list; `typ` when it names a type (`JWT` is
 /// taken as untyped, as Keycloak sends it); `iss`, `aud`, `iat`;

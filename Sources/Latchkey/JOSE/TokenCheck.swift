@@ -83,3 +83,16 @@ public struct TokenRejection<Claims: VerifiedClaims>: Error, Sendable, Hashable,
 
     public var description: String { "The \(Claims.tokenName) was refused: \(reason.rawValue)." }
 }
+
+/// Why an ID token was rejected. Its description names the check, never the token.
+///
+/// The checks it reports: a signed JWT's (size, `alg`, key, signature, `iss`, `aud`), then
+/// `azp`, `exp`, `iat`, `nbf`, `nonce`, `sub` and `at_hash`.
+public typealias IDTokenError = TokenRejection<IDTokenClaims>
+
+/// Why a logout token was refused. Its description names the check, never the token.
+///
+/// The checks it reports: a signed JWT's (size, `alg`, key, signature, `iss`, `aud`), then
+/// `typ`, `iat`, `exp` (or the age of a token without it), `events`, `sub` or `sid`, no
+/// `nonce`, `jti`, and whether the key set could be fetched at all.
+public typealias LogoutTokenError = TokenRejection<LogoutTokenClaims>

@@ -30,3 +30,22 @@ extension VerifiedClaims {
 
     private func date(_ name: String) -> Date? { all[name]?.doubleValue.map(Date.init(timeIntervalSince1970:)) }
 }
+
+/// The claims of a verified ID token (their registered names read through ``VerifiedClaims``).
+public struct IDTokenClaims: VerifiedClaims, Hashable {
+    /// What the token is called in ``TokenRejection``'s description.
+    public static let tokenName = "ID token"
+
+    /// Every claim, as it came.
+    public var all: [String: JSONValue]
+}
+
+/// The claims of a verified logout token: whose sessions end (`sub`: every session of this
+/// user, unless `sid` names one), and its `jti` for the replay check (see ``VerifiedClaims``).
+public struct LogoutTokenClaims: VerifiedClaims, Hashable {
+    /// What the token is called in ``TokenRejection``'s description.
+    public static let tokenName = "logout token"
+
+    /// Every claim, as it came.
+    public var all: [String: JSONValue]
+}
