@@ -227,7 +227,7 @@ extension PostgresCredentialStorage {
     /// Deletes a credential and clears the default if it pointed to it, in the transaction of
     /// `connection`.
     func delete(_ id: CredentialID, on connection: PostgresConnection) async throws -> StorageDeletion {
-        try await delete(id, ifVersion: nil, on: connection) ?? StorageDeletion(deleted: false, clearedDefault: false)
+        try await delete(id, ifVersion: nil, on: connection) ?? .notFound
     }
 
     /// Deletes a credential when it still has `version` (any, when `nil`), and clears the default
@@ -248,16 +248,16 @@ extension PostgresCredentialStorage {
                         "DELETE FROM latchkey_credential WHERE id = \(id.rawValue) RETURNING 1", logger: logger))
             }
         guard deleted == 1 else {
-            guard version != nil else { return StorageDeletion(deleted: false, clearedDefault: false) }
+            guard version != nil else { return .notFound }
             let exists = try await Self.count(
                 connection.query("SELECT 1 FROM latchkey_credential WHERE id = \(id.rawValue)", logger: logger))
-            return exists == 0 ? StorageDeletion(deleted: false, clearedDefault: false) : nil
+            return exists == 0 ? .notFound : nil
         }
         try await notify(.removed(id), on: connection)
-        guard marker == .some(id) else { return StorageDeletion(deleted: true, clearedDefault: false) }
+        guard marker == .some(id) else { return .deletedCredential }
         try await connection.query(
             "DELETE FROM latchkey_setting WHERE name = \(DefaultMarker.settingName)", logger: logger)
         try await notify(.defaultChanged(nil), on: connection)
-        return StorageDeletion(deleted: true, clearedDefault: true)
+        return .deletedDefault
     }
 }

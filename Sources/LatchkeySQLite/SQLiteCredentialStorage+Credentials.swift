@@ -138,7 +138,7 @@ extension SQLiteCredentialStorage {
 
     public func delete(_ id: CredentialID) async throws(StorageError) -> StorageDeletion {
         // Without a version, nothing stops it: a deletion is all there is.
-        try await delete(id, version: nil) ?? StorageDeletion(deleted: false, clearedDefault: false)
+        try await delete(id, version: nil) ?? .notFound
     }
 
     public func delete(_ id: CredentialID, ifVersion version: Int) async throws(StorageError) -> StorageDeletion? {
@@ -163,17 +163,17 @@ extension SQLiteCredentialStorage {
                 let exists = try Bool.fetchOne(
                     db, sql: "SELECT 1 FROM credential WHERE id = ?", arguments: [id.rawValue]
                 ).isTrue
-                return exists ? nil : StorageDeletion(deleted: false, clearedDefault: false)
+                return exists ? nil : .notFound
             }
             if let deleting {
                 try CredentialVersionRecord(id: id.rawValue, version: deleting, deleted: true, sealer: sealer).write(
                     in: db)
             }
             guard case .some(id) = try Self.defaultMarker(db, sealer: sealer) else {
-                return StorageDeletion(deleted: true, clearedDefault: false)
+                return .deletedCredential
             }
             try db.execute(sql: "DELETE FROM setting WHERE name = ?", arguments: [DefaultMarker.settingName])
-            return StorageDeletion(deleted: true, clearedDefault: true)
+            return .deletedDefault
         }
     }
 

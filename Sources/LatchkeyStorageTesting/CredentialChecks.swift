@@ -86,11 +86,11 @@ enum CredentialChecks {
         try await storage.insert(alice)
         try await storage.insert(bob)
         try await storage.setDefaultCredentialID(alice.id)
-        #expect(try await storage.delete(bob.id) == StorageDeletion(deleted: true, clearedDefault: false))
+        #expect(try await storage.delete(bob.id) == .deletedCredential)
         #expect(try await storage.defaultCredentialID() == alice.id)
-        #expect(try await storage.delete(alice.id) == StorageDeletion(deleted: true, clearedDefault: true))
+        #expect(try await storage.delete(alice.id) == .deletedDefault)
         #expect(try await storage.defaultCredentialID() == nil)
-        #expect(try await storage.delete(alice.id) == StorageDeletion(deleted: false, clearedDefault: false))
+        #expect(try await storage.delete(alice.id) == .notFound)
     }
 
     static func defaultAssignment(_ storage: Storage) async throws {

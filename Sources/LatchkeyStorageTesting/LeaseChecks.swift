@@ -163,7 +163,7 @@ enum LeaseChecks {
                     #expect(Set(try await storage.outboxEntries().map(\.id)) == Set(entries.map(\.id)))
                 }
                 let deletion = try await access.delete()
-                #expect(deletion == StorageDeletion(deleted: true, clearedDefault: true))
+                #expect(deletion == .deletedDefault)
             } catch {
                 Issue.record(error)
             }
@@ -219,10 +219,10 @@ enum LeaseChecks {
                 #expect(try await access.credential()?.token.accessToken == "SECRET-NEWER")
                 #expect(
                     try await access.delete(ifVersion: bob.version + 1)
-                        == StorageDeletion(deleted: true, clearedDefault: true))
+                        == .deletedDefault)
                 #expect(
                     try await access.delete(ifVersion: bob.version + 1)
-                        == StorageDeletion(deleted: false, clearedDefault: false), "already gone")
+                        == .notFound, "already gone")
             } catch {
                 Issue.record(error)
             }

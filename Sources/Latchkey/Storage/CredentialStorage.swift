@@ -207,6 +207,13 @@ public struct OutboxBacklog: Sendable, Hashable {
 
 /// What a deletion did.
 public struct StorageDeletion: Sendable, Hashable {
+    /// Nothing was deleted: there was no credential with that identifier.
+    public static let notFound = StorageDeletion(deleted: false, clearedDefault: false)
+    /// A credential that was not the default was deleted.
+    public static let deletedCredential = StorageDeletion(deleted: true, clearedDefault: false)
+    /// The default credential was deleted, and the default is now cleared.
+    public static let deletedDefault = StorageDeletion(deleted: true, clearedDefault: true)
+
     /// Whether a credential was deleted (`false` when there was none with that identifier).
     public var deleted: Bool
     /// Whether the deleted credential was the default, which is now cleared.
@@ -228,7 +235,7 @@ extension CredentialStorage {
 
     public func delete(_ id: CredentialID, ifVersion version: Int) async throws(StorageError) -> StorageDeletion? {
         guard let stored = try await credential(for: id) else {
-            return StorageDeletion(deleted: false, clearedDefault: false)
+            return .notFound
         }
         guard stored.version == version else { return nil }
         return try await delete(id)

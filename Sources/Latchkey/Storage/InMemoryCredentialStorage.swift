@@ -84,7 +84,7 @@ public actor InMemoryCredentialStorage: CredentialStorage, OutboxStorage, DPoPNo
 
     public func delete(_ id: CredentialID) throws(StorageError) -> StorageDeletion {
         guard credentials.removeValue(forKey: id) != nil else {
-            return StorageDeletion(deleted: false, clearedDefault: false)
+            return .notFound
         }
         order.removeAll { $0 == id }
         let wasDefault = defaultID == id
