@@ -44,37 +44,11 @@ package struct ProviderEntry: Codable, Sendable {
     /// send the token in the clear); http to this machine is always allowed.
     package var gitAllowsHTTP: Bool?
 
-    /// An entry; every setting but the name, kind and client is optional.
-    package init(
-        name: String, kind: Kind, clientID: String, issuer: String? = nil, clientSecret: String? = nil,
-        sealedClientSecret: String? = nil, scopes: [String]? = nil, authMethod: String? = nil,
-        endpoints: [String: String]? = nil, allowsPasswordGrant: Bool? = nil, dpop: Bool? = nil,
-        resources: [String]? = nil, region: String? = nil, userPoolID: String? = nil, endpointURL: String? = nil,
-        serverURL: String? = nil, realm: String? = nil, journey: String? = nil, cookieName: String? = nil,
-        redirectURI: String? = nil, gitHosts: [String]? = nil, gitAllowsHTTP: Bool? = nil
-    ) {
+    /// An entry with its name, kind and client; every other setting starts unset.
+    package init(name: String, kind: Kind, clientID: String) {
         self.name = name
         self.kind = kind
         self.clientID = clientID
-        self.issuer = issuer
-        self.clientSecret = clientSecret
-        self.sealedClientSecret = sealedClientSecret
-        self.scopes = scopes
-        self.authMethod = authMethod
-        self.endpoints = endpoints
-        self.allowsPasswordGrant = allowsPasswordGrant
-        self.dpop = dpop
-        self.resources = resources
-        self.region = region
-        self.userPoolID = userPoolID
-        self.endpointURL = endpointURL
-        self.serverURL = serverURL
-        self.realm = realm
-        self.journey = journey
-        self.cookieName = cookieName
-        self.redirectURI = redirectURI
-        self.gitHosts = gitHosts
-        self.gitAllowsHTTP = gitAllowsHTTP
     }
 
     /// The issuer of an OpenID or Cognito provider's tokens (a Ping journey's is its OAuth

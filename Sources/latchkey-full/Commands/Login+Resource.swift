@@ -32,10 +32,12 @@ extension Login {
         }
         let name = try await freeProviderName(for: server, home: home)
         let scopes = Self.scopes(for: found)
-        var entry = ProviderEntry(
-            name: name, kind: .openid, clientID: clientID ?? "", issuer: server.absoluteString, scopes: scopes,
-            authMethod: "none", allowsPasswordGrant: passwordStdin ? true : nil,
-            resources: [found.metadata.resource.absoluteString])
+        var entry = ProviderEntry(name: name, kind: .openid, clientID: clientID ?? "")
+        entry.issuer = server.absoluteString
+        entry.scopes = scopes
+        entry.authMethod = "none"
+        entry.allowsPasswordGrant = passwordStdin ? true : nil
+        entry.resources = [found.metadata.resource.absoluteString]
         let said: String
         if let clientID {
             try await checkClientID(clientID, at: server)

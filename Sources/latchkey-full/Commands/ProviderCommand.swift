@@ -180,15 +180,25 @@ struct ProviderCommand: AsyncParsableCommand {
             let sealed = try await home.sealed(
                 secret: secret, registrationAccessToken: registered?.registrationAccessToken, provider: name)
             var entry = ProviderEntry(
-                name: name, kind: cognito ? .cognito : (pingJourney ? .pingJourney : .openid), clientID: clientID,
-                issuer: issuer, sealedClientSecret: sealed.secret,
-                scopes: scope.map { $0.split(separator: " ").map(String.init) }, authMethod: authMethod?.rawValue,
-                endpoints: endpointMap.isEmpty ? nil : endpointMap,
-                allowsPasswordGrant: allowPasswordGrant ? true : nil, dpop: dpop ? true : nil,
-                resources: resources.isEmpty ? nil : resources, region: region, userPoolID: userPoolID,
-                endpointURL: endpointURL, serverURL: serverURL, realm: realm, journey: journey, cookieName: cookieName,
-                redirectURI: pingJourney ? redirectURI : nil, gitHosts: gitHosts.isEmpty ? nil : gitHosts,
-                gitAllowsHTTP: gitAllowHTTP ? true : nil)
+                name: name, kind: cognito ? .cognito : (pingJourney ? .pingJourney : .openid), clientID: clientID)
+            entry.issuer = issuer
+            entry.sealedClientSecret = sealed.secret
+            entry.scopes = scope.map { $0.split(separator: " ").map(String.init) }
+            entry.authMethod = authMethod?.rawValue
+            entry.endpoints = endpointMap.isEmpty ? nil : endpointMap
+            entry.allowsPasswordGrant = allowPasswordGrant ? true : nil
+            entry.dpop = dpop ? true : nil
+            entry.resources = resources.isEmpty ? nil : resources
+            entry.region = region
+            entry.userPoolID = userPoolID
+            entry.endpointURL = endpointURL
+            entry.serverURL = serverURL
+            entry.realm = realm
+            entry.journey = journey
+            entry.cookieName = cookieName
+            entry.redirectURI = pingJourney ? redirectURI : nil
+            entry.gitHosts = gitHosts.isEmpty ? nil : gitHosts
+            entry.gitAllowsHTTP = gitAllowHTTP ? true : nil
             entry.registrationClientURI = registered?.registrationClientURI?.absoluteString
             entry.sealedRegistrationAccessToken = sealed.registrationAccessToken
             providers.append(entry)
