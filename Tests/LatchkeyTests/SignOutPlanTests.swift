@@ -224,8 +224,12 @@ struct SignOutPlanTests {
 
     static func plan(_ options: SignOutOptions, _ support: SignOutPlan.GlobalSupport?, _ token: Token) -> SignOutPlan {
         SignOutPlan(
-            account: CredentialID(rawValue: "alice-id"), accountName: "alice", options: options,
-            globalSupport: support, token: token, queueing: queueing())
+            for: StoredCredential(
+                id: CredentialID(rawValue: "alice-id"), token: token,
+                metadata: CredentialMetadata(
+                    preferredUsername: "alice", issuer: token.provider.issuer, clientID: token.provider.clientID),
+                createdAt: start, updatedAt: start),
+            options: options, globalSupport: support, queueing: queueing())
     }
 
     @Test("the plan decides each step and the result", arguments: rows)

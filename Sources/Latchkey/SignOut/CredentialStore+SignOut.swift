@@ -208,8 +208,7 @@ extension CredentialStore {
                         retryable: error.isRetryable)))
         }
         var plan = SignOutPlan(
-            account: credential.id, accountName: credential.metadata.displayName, options: options,
-            globalSupport: globalSupport, token: credential.token, queueing: .init(date: store.now()))
+            for: credential, options: options, globalSupport: globalSupport, queueing: .init(date: store.now()))
         do {
             var action = try plan.start()
             while true {

@@ -48,18 +48,17 @@ package struct SignOutPlan: Sendable {
         case finished
     }
 
-    /// A plan for `account`, holding `token`. `globalSupport` is `nil` when no provider is
-    /// registered for it (and is only looked at for a global sign-out).
+    /// A plan for `credential`, as read in its transaction. `globalSupport` is `nil` when no
+    /// provider is registered for it (and is only looked at for a global sign-out).
     package init(
-        account: CredentialID, accountName: String?, options: SignOutOptions, globalSupport: GlobalSupport?,
-        token: Token, queueing: Queueing
+        for credential: StoredCredential, options: SignOutOptions, globalSupport: GlobalSupport?, queueing: Queueing
     ) {
-        self.account = account
-        self.accountName = accountName
+        account = credential.id
+        accountName = credential.metadata.displayName
+        token = credential.token
+        tokens = Tokens(credential.token, at: queueing.date)
         self.options = options
         self.globalSupport = globalSupport
-        self.token = token
-        self.tokens = Tokens(token, at: queueing.date)
         self.queueing = queueing
     }
 
