@@ -9,10 +9,29 @@ import NIOCore
 /// The Ping realm's OAuth endpoints (below `/oauth2/realms/root/realms/REALM`) count as the
 /// root issuer's endpoints of the same name: a fault on ``authorization`` applies to both.
 public enum DevProviderEndpoint: String, Sendable, Codable, CaseIterable, Hashable {
-    case discovery, metadata, jwks, authorization, token, revocation, introspection, userinfo
+    /// OpenID Connect Discovery's `/.well-known/openid-configuration`.
+    case discovery
+    /// RFC 8414's `/.well-known/oauth-authorization-server`.
+    case metadata
+    /// The key set ID tokens are signed with.
+    case jwks
+    /// The authorization endpoint, where a browser signs in.
+    case authorization
+    /// The token endpoint: every grant, refresh included.
+    case token
+    /// RFC 7009 revocation.
+    case revocation
+    /// RFC 7662 introspection.
+    case introspection
+    /// OpenID Connect's userinfo.
+    case userinfo
+    /// RP-Initiated Logout's end-session endpoint.
     case endSession = "end_session"
+    /// The sign-out of every device (Cognito's `GlobalSignOut`, in the provider's own form).
     case globalSignOut = "global_signout"
+    /// RFC 8628's device authorization endpoint.
     case deviceAuthorization = "device_authorization"
+    /// The page where a device code is entered.
     case deviceVerification = "device"
     /// Dynamic client registration (RFC 7591).
     case registration = "register"

@@ -34,10 +34,12 @@ extension ProviderState {
         var jkt: String?
     }
 
+    /// An access token the provider issued, kept by its `jti`.
     struct AccessRecord {
         var grantID: String
         var expiresAt: Date
         var issuedAt: Date
+        /// Revoked by itself (RFC 7009) or with its grant.
         var revoked = false
         /// The scopes of this access token when a refresh narrowed them (RFC 6749 §6).
         var scopes: [String]?
@@ -45,10 +47,13 @@ extension ProviderState {
         var audience: String?
     }
 
+    /// A refresh token the provider issued, kept by its value.
     struct RefreshRecord {
         var grantID: String
         var expiresAt: Date
         var issuedAt: Date
+        /// Rotated out by a refresh, or revoked with its grant: presented again, it is a replay,
+        /// which revokes the grant when the configuration says so.
         var retired = false
     }
 

@@ -220,14 +220,18 @@ actor ProviderState {
         return (0..<count).map { _ in
             let sid = startSession(username: username)
             let grantID = newGrant(issuer: issuer, clientID: clientID, username: username, scopes: scopes, sid: sid)
-            let token = Self.randomToken(bytes: 32)
-            refreshTokens[token] = RefreshRecord(
-                grantID: grantID,
-                expiresAt: issued.addingTimeInterval(TimeInterval(configuration.refreshTokenLifetime)),
-                issuedAt: issued)
-            grantTokens[grantID, default: ([], [])].refreshTokens.append(token)
-            return token
+            return newRefreshToken(of: grantID, issued: issued)
         }
+    }
+
+    /// A new refresh token of `grantID`, recorded with the grant's tokens.
+    func newRefreshToken(of grantID: String, issued: Date) -> String {
+        let token = Self.randomToken(bytes: 32)
+        refreshTokens[token] = RefreshRecord(
+            grantID: grantID, expiresAt: issued.addingTimeInterval(TimeInterval(configuration.refreshTokenLifetime)),
+            issuedAt: issued)
+        grantTokens[grantID, default: ([], [])].refreshTokens.append(token)
+        return token
     }
 
     func newGrant(
@@ -264,13 +268,7 @@ actor ProviderState {
             if let keepRefreshToken {
                 answer["refresh_token"] = .string(keepRefreshToken)
             } else {
-                let refreshToken = Self.randomToken(bytes: 32)
-                refreshTokens[refreshToken] = RefreshRecord(
-                    grantID: grantID,
-                    expiresAt: issued.addingTimeInterval(TimeInterval(configuration.refreshTokenLifetime)),
-                    issuedAt: issued)
-                grantTokens[grantID, default: ([], [])].refreshTokens.append(refreshToken)
-                answer["refresh_token"] = .string(refreshToken)
+                answer["refresh_token"] = .string(newRefreshToken(of: grantID, issued: issued))
             }
             // Not in RFC 6749, but widely sent (Keycloak and others): when the refresh token
             // expires, which a client's revocation outbox may rely on.
