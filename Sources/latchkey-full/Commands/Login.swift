@@ -24,12 +24,12 @@ struct Login: AsyncParsableCommand {
     var redirectPort: Int = 0
     @Option(help: "Seconds to wait for the browser or the device code.") var timeout: Int = 300
     @Flag(help: "Make this account the default.") var makeDefault = false
+    @Option(help: "The scopes to ask for (space separated), instead of the provider's.") var scope: String?
     @Option(
         help:
             "A resource (RFC 8707) this sign-in's grant is for, besides the provider's own (repeatable): `token --resource` then gets its tokens at providers that issue them only for resources named at sign-in. With no provider configured, the first one's authorization server is discovered (RFC 9728), a client registered there, and a provider added."
     )
     var resource: [String] = []
-    @Option(help: "The scopes to ask for (space separated), instead of the provider's.") var scope: String?
     @Option(
         help:
             "With --resource and no provider configured: the client to sign in as at the discovered server, instead of registering one. An https URL is a Client ID Metadata Document the server fetches (it must say it does)."
