@@ -50,7 +50,7 @@ package struct TokenDescription {
         return stored.expiresAt
     }
 
-    /// The access token's (or resource token's) scopes, space separated.
+    /// The scopes the token carries (a resource token's own), space separated.
     package var scope: String? {
         if let resourceToken {
             return resourceToken.scopes?.joined(separator: " ") ?? resourceToken.requestedScopes?.joined(separator: " ")
