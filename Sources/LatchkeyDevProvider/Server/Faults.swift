@@ -27,7 +27,8 @@ public enum DevProviderEndpoint: String, Sendable, Codable, CaseIterable, Hashab
     case userinfo
     /// RP-Initiated Logout's end-session endpoint.
     case endSession = "end_session"
-    /// The sign-out of every device (Cognito's `GlobalSignOut`, in the provider's own form).
+    /// Sign-out on every device: every session and grant of the access token's user ends, as
+    /// Cognito's `GlobalSignOut` does.
     case globalSignOut = "global_signout"
     /// RFC 8628's device authorization endpoint.
     case deviceAuthorization = "device_authorization"
