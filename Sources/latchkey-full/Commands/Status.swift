@@ -124,24 +124,24 @@ struct Status: AsyncParsableCommand {
     private func render(_ rows: [Row], _ outbox: OutboxState) {
         if rows.isEmpty { Output.line("No accounts. Sign in with `latchkey login`.") }
         for row in rows {
-            let account = row.account
+            let (account, state) = (row.account, row.state)
             let name = account.username ?? account.email ?? account.id
             Output.line(
                 "\(account.isDefault ? "*" : " ") \(name) (\(account.provider ?? "unknown provider"), \(account.id))")
             let expiry = account.accessTokenExpiresAt.map { $0.formatted(.iso8601) }
-            if row.state.accessTokenValid {
+            if state.accessTokenValid {
                 Output.line("    access token: valid\(expiry.map { " until \($0)" } ?? "")")
             } else {
                 Output.line("    access token: \(expiry.map { "expired at \($0)" } ?? "none")")
             }
             Output.line("    refresh token: \(account.hasRefreshToken ? "held" : "none")")
-            if let resources = row.state.resources { Output.line("    resources: \(resources.joined(separator: " "))") }
-            if row.state.needsSignIn {
+            if let resources = state.resources { Output.line("    resources: \(resources.joined(separator: " "))") }
+            if state.needsSignIn {
                 Output.line(mark: false, "must sign in again: `latchkey login`")
-            } else if let checked = row.state.checked {
+            } else if let checked = state.checked {
                 Output.line(mark: checked == "ok", "provider check: \(checked)")
             }
-            if row.state.queuedRevocations > 0 { Output.line("    queued revocations: \(row.state.queuedRevocations)") }
+            if state.queuedRevocations > 0 { Output.line("    queued revocations: \(state.queuedRevocations)") }
         }
         if outbox.entries > 0 {
             var line = "Outbox: \(outbox.entries) revocation(s) waiting"
