@@ -114,6 +114,27 @@ struct CLIKeyTests: DevProviderCLITest {
         }
     }
 
+    @Test("a rotation's waiting provider list, settled by 16 commands at once: one puts it in place, none fails")
+    func pendingListSettledTogether() async throws {
+        try await withDevices { dev, a, _ in
+            try await addConfidentialProvider(to: a, at: dev)
+            #expect(try await login(a, "alice", "--provider", "corp").status == 0)
+            let list = a.path + "/providers.json"
+            let written = try Data(contentsOf: URL(fileURLWithPath: list))
+            // A rotation cut short after the store was sealed again: the list waiting beside it
+            // opens with the store's key, so the next commands put it in place, all at once.
+            for round in 0..<16 {
+                try written.write(to: URL(fileURLWithPath: list + ".next"))
+                chmod(list + ".next", 0o600)
+                for run in try await a.runTogether(16, ["token", "--force"]) {
+                    #expect(run.status == 0, "round \(round): \(run.stderr)")
+                }
+                #expect(!FileManager.default.fileExists(atPath: list + ".next"), "round \(round)")
+                #expect(try Data(contentsOf: URL(fileURLWithPath: list)) == written, "round \(round)")
+            }
+        }
+    }
+
     @Test("a provider whose client secret does not open stops only the commands that need it")
     func unopenableSecret() async throws {
         try await withDevices { dev, a, _ in
