@@ -9,7 +9,8 @@ import SystemPackage
 /// sealed under the new key to `providers.json.next` before the store is sealed again, and puts
 /// it in place once the store was. A rotation cut short (a SIGKILL, a power loss) is settled by
 /// the next command: the waiting list is put in place when its secrets open with the store's key
-/// (the store was sealed again), and otherwise left to the rotation that wrote it.
+/// (the store was sealed again), and otherwise left to the rotation that wrote it. Several
+/// commands may settle it at once: the first puts it in place, and the others find it gone.
 extension Home {
     /// Where a rotation keeps the provider list sealed under the new key until the store is.
     var pendingProvidersFile: URL { location.pendingProvidersFile }
@@ -50,7 +51,9 @@ extension Home {
             }
         }
         if opens {
-            guard rename(path, providersFile.path) == 0 else {
+            // Gone since it was read: another command (or the rotation itself) put it in place
+            // first, and what it put there is this list.
+            guard rename(path, providersFile.path) == 0 || errno == ENOENT else {
                 throw CLIError.failed("\(path) cannot be put in place of \(providersFile.path).")
             }
             Self.logger?.notice("a key rotation cut short was finished: the provider list sealed anew is in place")
