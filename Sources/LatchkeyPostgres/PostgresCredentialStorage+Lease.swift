@@ -5,7 +5,9 @@ import NIOConcurrencyHelpers
 import PostgresNIO
 
 /// The lease of a credential is a row of `latchkey_lease`: the credential, the holder (a
-/// token of its own for each time the lease is taken) and the date the row runs out. It holds
+/// token of its own for each time the lease is taken) and the date the row runs out, by the
+/// database's clock (``databaseNow``), never an instance's: the fleet's instances agree on
+/// whether a row has run out however far their own clocks drift. It holds
 /// through any connection path — directly, or through a pooler in session or transaction
 /// mode, or a server that only speaks PostgreSQL's protocol — because it is made of one-statement
 /// writes and row locks, never of a lock tied to a server connection:
@@ -49,19 +51,25 @@ extension PostgresCredentialStorage {
     /// take; a dead instance holds nobody up longer than this.
     static func rowTerm(_ terms: LeaseTerms) -> TimeInterval { min(terms.seconds, 15) }
 
+    /// The database's time, as the schema's dates are kept (seconds since 2001-01-01, the
+    /// reference date): what every lease and claim expiry is set and judged by.
+    static let databaseNow = "(EXTRACT(EPOCH FROM statement_timestamp())::double precision - 978307200)"
+
     /// Takes the lease for a new holder, or `nil` when it is held (here or elsewhere).
     private func take(_ id: CredentialID, terms: LeaseTerms) async throws(StorageError) -> String? {
         guard leasesHeldHere.withLockedValue({ $0.insert(id).inserted }) else { return nil }
         let holder = UUID().uuidString
-        let now = terms.clock.date.timeIntervalSinceReferenceDate
-        let until = now + Self.rowTerm(terms)
+        let term = Self.rowTerm(terms)
         do {
+            // Judged by the database's clock, never this instance's: an instance whose clock is
+            // ahead would take a live lease, one whose clock is behind would keep a dead one.
             let taken = try await Self.count(
                 client.query(
                     """
-                    INSERT INTO latchkey_lease AS lease (id, holder, expires_at) VALUES (\(id.rawValue), \(holder), \(until))
+                    INSERT INTO latchkey_lease AS lease (id, holder, expires_at)
+                    VALUES (\(id.rawValue), \(holder), \(unescaped: Self.databaseNow) + \(term))
                     ON CONFLICT (id) DO UPDATE SET holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at
-                    WHERE lease.expires_at <= \(now)
+                    WHERE lease.expires_at <= \(unescaped: Self.databaseNow)
                     RETURNING 1
                     """, logger: logger))
             if taken == 1 { return holder }
@@ -108,11 +116,10 @@ extension PostgresCredentialStorage {
         while !Task.isCancelled {
             do {
                 try await Task.sleep(for: .seconds(term / 3))
-                let until = terms.clock.date.timeIntervalSinceReferenceDate + term
                 let renewed = try await Self.count(
                     client.query(
                         """
-                        UPDATE latchkey_lease SET expires_at = \(until)
+                        UPDATE latchkey_lease SET expires_at = \(unescaped: Self.databaseNow) + \(term)
                         WHERE id = \(id.rawValue) AND holder = \(holder) RETURNING 1
                         """, logger: logger))
                 if renewed == 0 {

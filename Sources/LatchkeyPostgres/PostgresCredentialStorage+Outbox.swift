@@ -35,16 +35,17 @@ extension PostgresCredentialStorage {
     ) async throws(StorageError) -> Result {
         let holder = UUID().uuidString
         let now = terms.clock.date.timeIntervalSinceReferenceDate
-        let until = now + terms.seconds
+        let term = terms.seconds
         let due = request.dueBy.timeIntervalSinceReferenceDate
         let limit = request.limit
         let claimed = try await transaction("claiming queued server steps") { connection in
             let entries = try await self.readOutbox(
                 """
-                UPDATE latchkey_outbox SET claimed_by = \(holder), claimed_until = \(until)
+                UPDATE latchkey_outbox
+                SET claimed_by = \(holder), claimed_until = \(unescaped: Self.databaseNow) + \(term)
                 WHERE id IN (
                     SELECT id FROM latchkey_outbox AS entry
-                    WHERE (claimed_until IS NULL OR claimed_until <= \(now))
+                    WHERE (claimed_until IS NULL OR claimed_until <= \(unescaped: Self.databaseNow))
                         AND ((token_expires_at IS NOT NULL AND token_expires_at <= \(now))
                             OR (failed_permanently = false AND next_attempt_at <= \(due)
                                 AND (waits_for IS NULL OR NOT EXISTS (
@@ -83,7 +84,8 @@ extension PostgresCredentialStorage {
 
     /// What the outbox holds at `now`, by state, opening nothing (``OutboxBacklog``).
     private func backlog(holder: String, now: Double, on connection: PostgresConnection) async throws -> OutboxBacklog {
-        let elsewhere = "COALESCE(claimed_until > \(now) AND claimed_by IS DISTINCT FROM '\(holder)', false)"
+        let elsewhere =
+            "COALESCE(claimed_until > \(Self.databaseNow) AND claimed_by IS DISTINCT FROM '\(holder)', false)"
         let waiting = """
             (waits_for IS NOT NULL AND EXISTS (
                 SELECT 1 FROM latchkey_outbox AS first WHERE first.id = entry.waits_for AND first.failed_permanently = false))
@@ -115,9 +117,11 @@ extension PostgresCredentialStorage {
         while !Task.isCancelled {
             do {
                 try await Task.sleep(for: every)
-                let until = terms.clock.date.addingTimeInterval(terms.seconds).timeIntervalSinceReferenceDate
                 try await execute(
-                    "UPDATE latchkey_outbox SET claimed_until = \(until) WHERE claimed_by = \(holder)",
+                    """
+                    UPDATE latchkey_outbox SET claimed_until = \(unescaped: Self.databaseNow) + \(terms.seconds)
+                    WHERE claimed_by = \(holder)
+                    """,
                     doing: "renewing a claim of the outbox")
             } catch {
                 if Task.isCancelled { return }
