@@ -61,13 +61,15 @@ public struct AgentPolicy: Sendable, Hashable {
             return allowsStop ? .answer(request) : .refuse("This socket cannot stop the agent.")
         case .userInfo where resources != nil:
             return .refuse("This socket is limited to resources; the provider's userinfo is not one of them.")
+        case .gitToken where resources != nil:
+            return .refuse("This socket is limited to resources; a git host is not one of them.")
         default: break
         }
         switch Self.narrowed(request.account, to: accounts, "an account", "of") {
         case .success(let account): request.account = account
         case .failure(let refusal): return .refuse(refusal.reason)
         }
-        guard request.operation != .reject else { return .answer(request) }
+        guard request.operation != .reject, request.operation != .gitToken else { return .answer(request) }
         switch Self.narrowed(request.resource, to: resources, "a resource", "for") {
         case .success(let resource): request.resource = resource
         case .failure(let refusal): return .refuse(refusal.reason)

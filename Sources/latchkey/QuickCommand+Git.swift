@@ -15,20 +15,19 @@ extension QuickCommand {
             exit(error.status.rawValue)
         }
         let request = GitCredentialRequest.parse(bytes)
-        guard operation != "store", let host = request.host, ["http", "https"].contains(request.protocol) else {
-            return .answered
-        }
+        guard operation != "store", request.url != nil else { return .answered }
         guard operation == "get", let store = QuickStore(home: home, keyFile: keyFile, environment: environment),
             let providers = store.providers()
         else { return .handOver(input: bytes) }
-        guard let entry = providers.first(where: { $0.gitHosts?.contains(host) == true }) else {
+        let entry: ProviderEntry
+        switch GitHostRule.decide(request, providers: providers) {
+        case .provider(let found): entry = found
+        case .unknownHost, .notHTTP:
             // No provider names the host: no answer, and git asks its other helpers.
             return (try? store.reader.read { _ throws(SQLiteStoreReader.Unread) in }) != nil
                 ? .answered : .handOver(input: bytes)
-        }
-        // Plain http to another machine is refused with a message: the full tool's.
-        if request.protocol == "http", !EndpointSecurity.isLoopback(host: request.hostName), entry.gitAllowsHTTP != true
-        {
+        case .plainHTTP:
+            // Refused with a message: the full tool's.
             return .handOver(input: bytes)
         }
         guard

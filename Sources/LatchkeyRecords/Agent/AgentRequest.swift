@@ -14,6 +14,11 @@ public struct AgentRequest: Sendable, Codable, Hashable {
     public enum Operation: String, Sendable, Codable, Hashable {
         /// An access token (the account's, or a resource's and narrower scopes').
         case token
+        /// The access token git sends to the host ``AgentRequest/url`` names (`protocol://host`):
+        /// the agent answers only where one of its providers names the host (`--git-host`),
+        /// plain http only where that provider allows it, with an account of that provider
+        /// (``AgentRequest/account`` is git's username, when git gave one).
+        case gitToken = "git-token"
         /// The account's ID token.
         case idToken = "id-token"
         /// The `Authorization` header (and for a bound token the `DPoP` proof) of one request.
@@ -41,7 +46,8 @@ public struct AgentRequest: Sendable, Codable, Hashable {
     public var minimumValidity: Double?
     /// ``Operation/authorize``: the request's method and URL, and the server's DPoP nonce.
     public var method: String?
-    /// ``Operation/authorize``: the request's URL.
+    /// ``Operation/authorize``: the request's URL; ``Operation/gitToken``: git's
+    /// `protocol://host`.
     public var url: String?
     /// ``Operation/authorize``: the DPoP nonce the server gave.
     public var nonce: String?
@@ -71,12 +77,17 @@ public struct AgentRequest: Sendable, Codable, Hashable {
 }
 
 extension AgentRequest: CustomStringConvertible {
-    /// The operation, account and resource: never a token.
+    /// The operation, account, resource, scopes and git host: never a token. Every value came
+    /// from the asker, so each is made visible (``VisibleText``) before it is shown or logged.
     public var description: String {
         var parts = [operation.rawValue]
-        if let account { parts.append("account \(account)") }
-        if let resource { parts.append("resource \(resource)") }
-        if let scopes { parts.append("scopes \(scopes.joined(separator: " "))") }
+        if let account { parts.append("account \(VisibleText.of(account))") }
+        if let resource { parts.append("resource \(VisibleText.of(resource))") }
+        if let scopes { parts.append("scopes \(VisibleText.of(scopes.joined(separator: " ")))") }
+        if operation == .gitToken, let url { parts.append("git host \(VisibleText.of(url))") }
+        if operation == .authorize, let method, let url {
+            parts.append("request \(VisibleText.of(method)) \(VisibleText.of(url))")
+        }
         return parts.joined(separator: ", ")
     }
 }

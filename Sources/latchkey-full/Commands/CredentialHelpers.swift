@@ -102,76 +102,49 @@ struct CredentialCommand: AsyncParsableCommand {
 
         func run() async throws {
             let request = try GitCredentialRequest.read()
-            guard operation != .store, let host = request.host, ["http", "https"].contains(request.protocol) else {
-                return
-            }
+            guard operation != .store, request.url != nil else { return }
+            let named = AccountChoice.reference(nil, environment: ProcessInfo.processInfo.environment)
             if let agent = AgentSocket.remote(for: global.location.location) {
-                return try await answer(request, through: agent)
+                return try await answer(request, named: named, through: agent)
             }
             let session = try await global.location.openStore()
-            guard let entry = try await session.home.providers().first(where: { $0.gitHosts?.contains(host) == true })
-            else { return }
-            // A token sent over plain http is read by anyone on the path: https only, or http to
-            // this machine, unless the provider was added with --git-allow-http on purpose.
-            if request.protocol == "http", !EndpointSecurity.isLoopback(host: request.hostName),
-                entry.gitAllowsHTTP != true
-            {
-                Output.error(
-                    "No token for \(host) over plain http: git would send it in the clear. Use https, or add the provider with --git-allow-http."
-                )
-                return
-            }
-            guard let stored = try await gitAccount(of: entry, gitUsername: request.fields["username"], in: session)
-            else { return }
-            if stored.token.dpop != nil {
-                // git sends a password as it is; a bound token is refused without a proof.
-                Output.error(
-                    "No token for \(host): the account's tokens are bound to its key (DPoP), and git cannot send the proof each request needs. Add the provider again without --dpop for git, and sign in with it."
-                )
-                return
-            }
-            let credential = try await session.credential(stored)
             switch operation {
             case .get:
-                let token: String
-                do {
-                    token = try await credential.accessToken()
-                } catch {
-                    throw CLIError.provider(error, doing: "No token for \(host)")
-                }
-                let current = try await session.reading { () async throws(StorageError) in
-                    try await session.store.credential(for: stored.id)
-                }?.token
-                let expiry = current?.accessToken == token ? current?.expiresAt : nil
-                guard let answer = GitCredentialRequest.answer(for: stored.metadata, password: token, expiry: expiry)
-                else {
-                    Output.error("No answer for \(host): a value holds a line break or NUL, which git would misread.")
-                    return
-                }
+                switch try await session.gitAnswer(request, named: named) {
                 // Written in one piece, never through the line escaping of Output: git reads it.
-                writeAll(STDOUT_FILENO, answer)
-            case .erase:
-                guard let password = request.password else { return }
-                do {
-                    try await credential.reject(accessToken: password)
-                } catch {
-                    throw CLIError.provider(error, doing: "The token for \(host) could not be marked rejected")
+                case .answer(let given): if let text = given.text { writeAll(STDOUT_FILENO, text) }
+                case .none(let reason?): Output.error(reason)
+                case .none(nil): return
                 }
+            case .erase:
+                try await session.gitErase(request, named: named)
             case .store:
                 return
             }
         }
 
-        /// The account that answers for `entry`'s hosts (``AccountChoice/gitAccount(among:named:default:)``),
-        /// or `nil` after saying why there is none.
-        /// git's question answered by `latchkey agent` at `path`: the agent's account (git's
-        /// username, when it names one), its access token; `erase` tells the agent.
-        private func answer(_ request: GitCredentialRequest, through path: String) async throws {
-            let account = AccountChoice.reference(
-                request.fields["username"], environment: ProcessInfo.processInfo.environment)
+        /// git's question answered by `latchkey agent` at `path`, which decides it as this
+        /// machine's store would (``Session/gitAnswer(_:named:)``): the host and git's username
+        /// go with the request, and the agent's providers say whether the host gets a token.
+        /// Plain http to another machine is refused here first, whatever the agent would say.
+        private func answer(_ request: GitCredentialRequest, named: String?, through path: String) async throws {
+            if request.protocol == "http", !EndpointSecurity.isLoopback(host: request.hostName),
+                let refusal = GitHostRule.plainHTTP(host: request.host ?? "").refusal
+            {
+                Output.error(refusal + " (Through an agent, plain http goes to this machine only.)")
+                return
+            }
+            let asked = AgentRequest(.gitToken, account: named, url: request.url)
             switch operation {
             case .get:
-                let answer = try await RemoteAgent.ask(AgentRequest(.token, account: account), at: path)
+                let answer = try await RemoteAgent.answer(asked, at: path)
+                // The agent's providers name no such host (or refuse it): git asks its other
+                // helpers; a reason, when there is one, is said.
+                if answer.failure == .refused || answer.failure == .notFound {
+                    if let message = answer.message { Output.error(message) }
+                    return
+                }
+                if let refusal = CLIError.refusal(answer) { throw refusal }
                 guard let token = answer.token, answer.tokenType?.lowercased() != "dpop",
                     let text = GitCredentialRequest.answer(
                         for: CredentialMetadata(
@@ -185,38 +158,11 @@ struct CredentialCommand: AsyncParsableCommand {
                 writeAll(STDOUT_FILENO, text)
             case .erase:
                 guard let password = request.password else { return }
-                _ = try await RemoteAgent.ask(AgentRequest(.reject, account: account, accessToken: password), at: path)
+                _ = try await RemoteAgent.ask(
+                    AgentRequest(.reject, account: named, accessToken: password), at: path)
             case .store:
                 return
             }
-        }
-
-        private func gitAccount(of entry: ProviderEntry, gitUsername: String?, in session: Session) async throws
-            -> StoredCredential?
-        {
-            let named = AccountChoice.reference(nil, environment: ProcessInfo.processInfo.environment)
-            let accounts = try await session.reading { () async throws(StorageError) in
-                try await session.store.accounts()
-            }.filter { session.providerName(of: $0) == entry.name }
-            let current = try await session.defaultAccountID()
-            switch AccountChoice.gitAccount(among: accounts, gitUsername: gitUsername, named: named, default: current) {
-            case .success(let chosen):
-                return try await session.reading { () async throws(StorageError) in
-                    try await session.store.credential(for: chosen.id)
-                }
-            case .failure(.none(let named?)):
-                Output.error(
-                    "No account \(named) of the provider \(entry.name) ($LATCHKEY_ACCOUNT names it); sign in with `latchkey login --provider \(entry.name)`."
-                )
-            case .failure(.none(nil)):
-                Output.error(
-                    "No account of the provider \(entry.name); sign in with `latchkey login --provider \(entry.name)`.")
-            case .failure(.several):
-                Output.error(
-                    "Several accounts of the provider \(entry.name); name one with git's `credential.<url>.username`, or make one the default with `latchkey use`."
-                )
-            }
-            return nil
         }
     }
 }

@@ -13,6 +13,7 @@ struct StoreAgentBackend: AgentBackend {
     var storeName: String? { session.home.location.storeName }
 
     func answer(_ request: AgentRequest) async -> AgentAnswer {
+        if request.operation == .gitToken { return await gitAnswer(request) }
         do {
             let stored = try await session.account(request.account)
             let credential = try await session.credential(stored)
@@ -38,6 +39,8 @@ struct StoreAgentBackend: AgentBackend {
     }
 
     private func answer(_ request: AgentRequest, credential: Credential) async throws -> AgentAnswer {
+        var request = request
+        request.minimumValidity = try await Self.validity(request.minimumValidity, of: credential)
         let validity = request.minimumValidity ?? 60
         let resource = request.resource.flatMap(URL.init(string:))
         switch request.operation {
@@ -86,9 +89,50 @@ struct StoreAgentBackend: AgentBackend {
             return AgentAnswer(message: "Noted: the next token is a new one.")
         case .userInfo:
             return AgentAnswer(claims: try await credential.userInfo())
-        case .refreshToken, .stop:
+        case .refreshToken, .stop, .gitToken:
             return .failed(.refused, "Not something the agent's store answers.")
         }
+    }
+
+    /// git's question from a remote, decided as this machine's own `latchkey credential git`
+    /// decides it (``Session/gitAnswer(_:named:)``): a host none of this store's providers names,
+    /// or plain http where its provider does not allow it, gets a refusal, never a token.
+    private func gitAnswer(_ request: AgentRequest) async -> AgentAnswer {
+        guard let url = request.url, let asked = GitCredentialRequest(url: url) else {
+            return .failed(.invalid, "Name git's host as protocol://host.")
+        }
+        do {
+            switch try await session.gitAnswer(asked, named: request.account) {
+            case .none(let reason):
+                return .failed(
+                    .refused,
+                    reason
+                        ?? "No provider of the agent's machine answers git for \(TerminalText.safe(asked.host ?? ""))."
+                )
+            case .answer(let given):
+                var answer = AgentAnswer(token: given.token, tokenType: "Bearer", expiresAt: given.expiresAt)
+                answer.account = given.metadata.preferredUsername ?? given.metadata.email
+                answer.issuer = given.metadata.issuer
+                return answer
+            }
+        } catch let error as CLIError {
+            return .failed(error.status == .signInRequired ? .signInRequired : .failed, error.description)
+        } catch let error as ProviderError {
+            return Self.failure(error)
+        } catch {
+            return .failed(.failed, "The agent could not answer: \(error)")
+        }
+    }
+
+    /// How long a token handed out must stay valid, as asked, but never longer than the account's
+    /// tokens live: a token that must outlast its own lifetime would be refreshed at every
+    /// request (a remote asking `minimumValidity: 1e300` would make every request a refresh).
+    static func validity(_ asked: Double?, of credential: Credential) async throws -> Double? {
+        guard let asked else { return nil }
+        let token = try await credential.token
+        let lifetime = token.expiresAt.map { $0.timeIntervalSince(token.issuedAt) } ?? 60
+        guard !asked.isNaN else { return nil }
+        return min(max(asked, 0), lifetime / 2)
     }
 
     /// What a provider's refusal tells the caller.
