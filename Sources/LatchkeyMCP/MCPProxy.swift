@@ -35,6 +35,9 @@ public actor MCPProxy {
         public var listensForServerMessages: Bool
         /// The message of the JSON-RPC error that answers a request which failed.
         public var explain: @Sendable (MCPProxyFailure) -> String
+        /// The argument vector of the command that mends a failure, carried in the JSON-RPC
+        /// error's `data` beside the message; `nil` when there is none.
+        public var remedy: @Sendable (MCPProxyFailure) -> [String]?
         /// Called with every failure, as it happens.
         public var report: @Sendable (MCPProxyFailure) -> Void
 
@@ -43,6 +46,7 @@ public actor MCPProxy {
             endpoint: URL, resource: URL? = nil, scopes: [String]? = nil, requestTimeout: Duration = .seconds(600),
             listensForServerMessages: Bool = true,
             explain: @escaping @Sendable (MCPProxyFailure) -> String = { $0.description },
+            remedy: @escaping @Sendable (MCPProxyFailure) -> [String]? = { _ in nil },
             report: @escaping @Sendable (MCPProxyFailure) -> Void = { _ in }
         ) {
             self.endpoint = endpoint
@@ -51,6 +55,7 @@ public actor MCPProxy {
             self.requestTimeout = requestTimeout
             self.listensForServerMessages = listensForServerMessages
             self.explain = explain
+            self.remedy = remedy
             self.report = report
         }
     }
@@ -215,7 +220,9 @@ public actor MCPProxy {
         logger.debug("a message was not delivered", metadata: ["failure": "\(failure.code.rawValue)"])
         configuration.report(failure)
         guard peek.isRequest, let id = peek.id, unanswered.remove(id) != nil else { return }
-        await deliver(JSONRPCPeek.error(answering: id, message: configuration.explain(failure)))
+        await deliver(
+            JSONRPCPeek.error(
+                answering: id, message: configuration.explain(failure), command: configuration.remedy(failure)))
     }
 
     /// A request to the endpoint with the session's headers.

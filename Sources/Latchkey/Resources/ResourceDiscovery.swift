@@ -61,7 +61,7 @@ public struct ResourceDiscovery: Sendable {
 
     /// The checked metadata of `resource` at `location`: the kept copy while it may be used,
     /// else fetched (with the kept copy's validators), checked, then kept.
-    private func metadata(at location: URL, for resource: URL) async throws(ResourceDiscoveryError)
+    func metadata(at location: URL, for resource: URL) async throws(ResourceDiscoveryError)
         -> ProtectedResourceMetadata
     {
         let documents = ProviderDocuments(logger: .disabled("latchkey.resource-discovery"))

@@ -46,12 +46,13 @@ struct JSONRPCPeek: Sendable, Hashable {
     }
 
     /// The JSON-RPC error answering the request `id`, with `message` (JSON-RPC 2.0 §5.1:
-    /// -32603, an internal error of the server the client talks to, which is this proxy).
-    static func error(answering id: JSONValue, message: String) -> Data {
-        let answer: JSONValue = .object([
-            "jsonrpc": .string("2.0"), "id": id,
-            "error": .object(["code": .number(-32_603), "message": .string(message)]),
-        ])
+    /// -32603, an internal error of the server the client talks to, which is this proxy), and
+    /// in its `data` the argument vector of the command that mends it, when there is one: a
+    /// program reads the words as words, whatever a server put in them.
+    static func error(answering id: JSONValue, message: String, command: [String]? = nil) -> Data {
+        var error: [String: JSONValue] = ["code": .number(-32_603), "message": .string(message)]
+        if let command { error["data"] = .object(["command": .array(command.map(JSONValue.string))]) }
+        let answer: JSONValue = .object(["jsonrpc": .string("2.0"), "id": id, "error": .object(error)])
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.withoutEscapingSlashes, .sortedKeys]
         return (try? encoder.encode(answer)) ?? Data()

@@ -53,9 +53,15 @@ struct MCPProxyCommand: AsyncParsableCommand {
             try await ApiCommand.sayWhereToSignIn(for: endpoint)
         }
         let context = try await global.account(account)
+        // The MCP authorization specification: a token goes only to a server whose own
+        // authorization server issued it.
+        try await ResourceGate.require(
+            resource, issuer: context.stored.token.provider.issuer,
+            paired: try await context.session.pairedResources(of: context.stored))
         let configuration = MCPProxy.Configuration(
             endpoint: endpoint, resource: resource, scopes: scope.map { $0.split(separator: " ").map(String.init) },
             requestTimeout: .seconds(timeout), explain: { Self.explain($0, resource: resource) },
+            remedy: { Self.remedy($0, resource: resource) },
             report: { Output.error(Self.explain($0, resource: resource)) })
         // Connections are kept idle for less than the 5 s after which uvicorn (the Python SDK's
         // server) and Node.js close theirs: a message sent on one the server is closing would
@@ -79,19 +85,35 @@ struct MCPProxyCommand: AsyncParsableCommand {
     }
 
     /// What a failure tells the user, in the JSON-RPC error and on standard error: what happened
-    /// and the command that mends it.
+    /// and the command that mends it (``remedy(_:resource:)``), each word quoted for a shell.
     static func explain(_ failure: MCPProxyFailure, resource: URL) -> String {
-        let login = "latchkey login --resource \(resource.absoluteString)"
+        let command = remedy(failure, resource: resource).map(ShellCommand.init)
         switch failure.code {
         case .insufficientScope:
-            let wanted = failure.scope.map { " --scope 'openid offline_access \($0)'" } ?? ""
-            return "\(failure) Sign in for it: `\(login)\(wanted)`."
+            return "\(failure) Sign in for it: `\(command.map(String.init(describing:)) ?? "")`."
         case .tokenRefused, .signedOut:
-            return "\(failure) Sign in again: `\(login)`."
+            return "\(failure) Sign in again: `\(command.map(String.init(describing:)) ?? "")`."
         case .credential where failure.providerError?.requiresSignIn == true:
-            return "No token for \(failure.endpoint.absoluteString): the account must sign in again. Run `\(login)`."
+            return
+                "No token for \(TerminalText.safe(failure.endpoint.absoluteString)): the account must sign in again. Run `\(command.map(String.init(describing:)) ?? "")`."
         default:
             return failure.description
+        }
+    }
+
+    /// The argument vector of the sign-in that mends `failure`, when one does: a server's
+    /// `scope` is one argument, never code.
+    static func remedy(_ failure: MCPProxyFailure, resource: URL) -> [String]? {
+        let login = ["latchkey", "login", "--resource", resource.absoluteString]
+        switch failure.code {
+        case .insufficientScope:
+            return login + (failure.scope.map { ["--scope", "openid offline_access \($0)"] } ?? [])
+        case .tokenRefused, .signedOut:
+            return login
+        case .credential where failure.providerError?.requiresSignIn == true:
+            return login
+        default:
+            return nil
         }
     }
 }

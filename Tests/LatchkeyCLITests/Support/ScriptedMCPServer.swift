@@ -25,12 +25,19 @@ final class ScriptedMCPServer: Sendable {
     let sessionEnded = NIOLockedValueBox(false)
     private let listened = NIOLockedValueBox(false)
     private let cutAnswers = NIOLockedValueBox<[String: String]>([:])
+    /// The authorization servers its protected resource metadata names (RFC 9728); none
+    /// published when empty.
+    let authorizationServers: [String]
 
     var endpoint: URL { URL(string: "http://127.0.0.1:\(server.port)/mcp") ?? URL(fileURLWithPath: "/") }
 
-    private init(server: LoopbackServer) { self.server = server }
+    private init(server: LoopbackServer, authorizationServers: [String]) {
+        self.server = server
+        self.authorizationServers = authorizationServers
+    }
 
-    static func start() async throws -> ScriptedMCPServer {
+    /// Starts the server, its metadata naming `authorizationServers`.
+    static func start(authorizationServers: [String]) async throws -> ScriptedMCPServer {
         let box = NIOLockedValueBox<ScriptedMCPServer?>(nil)
         let server = try await LoopbackServer.start(
             CallbackResponder<BasicRequestContext> { request, _ in
@@ -38,7 +45,7 @@ final class ScriptedMCPServer: Sendable {
                 guard let scripted = box.withLockedValue({ $0 }) else { return Response(status: .serviceUnavailable) }
                 return scripted.answer(request, body: Data(body.readableBytesView))
             })
-        let scripted = ScriptedMCPServer(server: server)
+        let scripted = ScriptedMCPServer(server: server, authorizationServers: authorizationServers)
         box.withLockedValue { $0 = scripted }
         return scripted
     }
@@ -46,6 +53,15 @@ final class ScriptedMCPServer: Sendable {
     func stop() async { await server.stop() }
 
     private func answer(_ request: Request, body: Data) -> Response {
+        if request.uri.path == "/.well-known/oauth-protected-resource/mcp" {
+            guard !authorizationServers.isEmpty else { return Response(status: .notFound) }
+            let document = try? JSONSerialization.data(withJSONObject: [
+                "resource": endpoint.absoluteString, "authorization_servers": authorizationServers,
+            ])
+            return Response(
+                status: .ok, headers: [.contentType: "application/json"],
+                body: .init(byteBuffer: ByteBuffer(bytes: document ?? Data())))
+        }
         let message = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any]
         let rpcMethod = message?["method"] as? String
         seen.withLockedValue {
