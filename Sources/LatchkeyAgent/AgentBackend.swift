@@ -29,8 +29,9 @@ public struct AgentUse: Sendable, Hashable, CustomStringConvertible {
         self.outcome = outcome
     }
 
-    /// `uid 1000: token, account alice, resource https://api.example: answered`.
+    /// `uid 1000: token, account alice, resource https://api.example: answered`: one line,
+    /// whatever the asker sent (each value made visible, ``VisibleText``).
     public var description: String {
-        "uid \(peerUserID.map(String.init) ?? "unknown"): \(request): \(outcome)"
+        "uid \(peerUserID.map(String.init) ?? "unknown"): \(request): \(VisibleText.of(outcome))"
     }
 }

@@ -35,6 +35,13 @@ public struct AgentClient: Sendable {
                         return try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
                     }
                 }
+            // The other end must be the user's own process: a socket another user made answers
+            // with tokens of its choosing.
+            if let peer = try await AgentServer.peerUserID(of: channel.channel).get(), peer != getuid() {
+                try? await channel.channel.close()
+                throw Failure(
+                    description: "The agent socket at \(path) is served by another user (uid \(peer)): refused.")
+            }
             let line = try await withThrowingTaskGroup(of: ByteBuffer?.self) { group in
                 group.addTask {
                     try await channel.executeThenClose { inbound, outbound in

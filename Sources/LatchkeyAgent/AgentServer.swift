@@ -199,14 +199,14 @@ public final class AgentServer: Sendable {
 
     /// `struct ucred` (Linux's `SO_PEERCRED`), which Glibc's module leaves out: three 32-bit
     /// fields, laid out as C lays them out.
-    private struct PeerCredentials: Sendable {
+    struct PeerCredentials: Sendable {
         var pid: Int32
         var uid: UInt32
         var gid: UInt32
     }
 
     /// The user id of the peer of `channel` (`SO_PEERCRED`), where the system says.
-    private static func peerUserID(of channel: any Channel) -> EventLoopFuture<UInt32?> {
+    static func peerUserID(of channel: any Channel) -> EventLoopFuture<UInt32?> {
         #if os(Linux)
             // NIO's only way to a socket option of another type than an integer (`ucred` is three):
             // its socket channels are `SocketOptionProvider`s, which `Channel` does not declare.

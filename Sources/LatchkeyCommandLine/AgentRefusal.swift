@@ -10,7 +10,9 @@ extension CLIError {
         switch failure {
         case .signInRequired: return CLIError(status: .signInRequired, description: message)
         case .unreachable: return CLIError(status: .unreachable, description: message)
-        case .invalid: return .input(message)
+        // What the asker named (an account no one has, a request it cannot read): its input, as
+        // the local store's answer says it (exit 2).
+        case .invalid, .notFound: return .input(message)
         default: return .failed(message)
         }
     }

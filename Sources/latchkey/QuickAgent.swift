@@ -41,6 +41,8 @@ enum QuickAgent {
     }
 
     private static func ask(_ request: AgentRequest, at path: String) -> AgentAnswer? {
+        // A socket that is not surely the user's own is the full tool's to refuse, saying why.
+        guard AgentSocketCheck.refusal(path) == nil else { return nil }
         let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
@@ -58,6 +60,7 @@ enum QuickAgent {
             }
         }
         guard connected == 0 else { return nil }
+        if let peer = AgentSocketCheck.peerUserID(descriptor), peer != getuid() { return nil }
         var limit = timeval(tv_sec: timeout, tv_usec: 0)
         setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
         // `send` with MSG_NOSIGNAL: an agent gone mid-request is a nil, not a SIGPIPE.

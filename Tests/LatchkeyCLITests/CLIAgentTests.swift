@@ -80,15 +80,9 @@ struct CLIAgentTests: DevProviderCLITest {
             #expect(try await agent.ask("token", "--id-token").status == 0, "the owner's socket gives ID tokens")
             let kubectl = try await agent.ask("credential", "kubectl")
             #expect(kubectl.status == 0 && kubectl.stdout.contains("ExecCredential"), "\(kubectl.stderr)")
-            let empty = try Device()
-            defer { empty.cleanUp() }
-            let git = try await empty.run(
-                arguments: ["credential", "git", "get"], input: "protocol=https\nhost=git.example\n",
-                environment: ["LATCHKEY_AGENT_SOCK": agent.socket])
-            #expect(git.status == 0, "\(git.stderr)")
-            #expect(git.stdout.contains("username=alice\npassword=\(local.stdout)"), "\(git.stdout)")
+            // A bearer token has no proof: refused as the store's own `proof` refuses it.
             let proof = try await agent.ask("proof", "GET", userinfo)
-            #expect(proof.status == 0 && proof.stdout.hasPrefix("Authorization: Bearer "), "\(proof.stderr)")
+            #expect(proof.status == 2 && proof.stderr.contains("bearer tokens"), "\(proof.stderr)")
 
             #expect(try await a.run("signout", "--yes").status == 0)
             let signedOut = try await agent.ask("token")
@@ -102,6 +96,86 @@ struct CLIAgentTests: DevProviderCLITest {
             #expect(stopped.status == 0, "\(stopped.stderr)")
             #expect(try await agent.process.finish().status == 0)
             #expect(!FileManager.default.fileExists(atPath: agent.socket))
+        }
+    }
+
+    @Test(
+        "git through the agent: a token only for a host the agent's providers name, never over plain http to another machine"
+    )
+    func gitThroughAgent() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        try await withDevices { dev, a, _ in
+            try await answerGit(for: "git.example", dev, on: a)
+            #expect(try await login(a, "alice").status == 0)
+            let local = try await a.run("token")
+            let agent = try await Agent.start(on: a, ["--foreground"], socket: folder.file("agent.sock"))
+            let empty = try Device()
+            defer { empty.cleanUp() }
+            func git(_ input: String) async throws -> CLI.Run {
+                try await empty.run(
+                    arguments: ["credential", "git", "get"], input: input,
+                    environment: ["LATCHKEY_AGENT_SOCK": agent.socket])
+            }
+            let named = try await git("protocol=https\nhost=git.example\n")
+            #expect(named.status == 0, "\(named.stderr)")
+            #expect(named.stdout.contains("username=alice\npassword=\(local.stdout)"), "\(named.stdout)")
+            // The same questions, asked on the agent's own machine and through the agent, get the
+            // same answer: none for a host no provider names, none over plain http.
+            for input in [
+                "protocol=https\nhost=any-host.example\n", "protocol=http\nhost=git.example\n",
+                "protocol=http\nhost=any-host.example\n",
+            ] {
+                let remote = try await git(input)
+                let here = try await a.run(arguments: ["credential", "git", "get"], input: input)
+                #expect(remote.status == 0 && remote.stdout.isEmpty, "\(input): \(remote.stdout)")
+                #expect(here.status == 0 && here.stdout.isEmpty, "\(input): \(here.stdout)")
+                #expect(!remote.stdout.contains("password"), "no token for \(input)")
+            }
+            let plain = try await git("protocol=http\nhost=git.example\n")
+            #expect(plain.stderr.contains("plain http"), "\(plain.stderr)")
+            // A forwarding socket limited to a resource hands out no git token at all.
+            let forward = try await Agent.start(
+                on: a, ["--forward", "--account", "alice", "--resource", Agent.api],
+                socket: folder.file("forward.sock"))
+            let limited = try await empty.run(
+                arguments: ["credential", "git", "get"], input: "protocol=https\nhost=git.example\n",
+                environment: ["LATCHKEY_AGENT_SOCK": forward.socket])
+            #expect(!limited.stdout.contains("password"), "\(limited.stdout)")
+            for running in [agent, forward] {
+                running.process.send(signal: SIGTERM)
+                _ = try await running.process.finish()
+            }
+        }
+    }
+
+    @Test(
+        "every command, on the store's machine and through the agent, with LATCHKEY_ACCOUNT: the same account, the same output"
+    )
+    func bothWays() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        try await withDevices { dev, a, _ in
+            #expect(try await login(a, "alice").status == 0)
+            #expect(try await login(a, "bob").status == 0)  // bob is the default
+            let agent = try await Agent.start(on: a, ["--foreground"], socket: folder.file("agent.sock"))
+            let empty = try Device()
+            defer { empty.cleanUp() }
+            let userinfo = dev.url(.userinfo).absoluteString
+            for command in [
+                ["token"], ["token", "--format", "json"], ["userinfo", "--json"],
+                ["credential", "kubectl", "--token", "access"], ["proof", "GET", userinfo], ["api", userinfo],
+                ["token", "nobody"],
+            ] {
+                let here = try await a.run(arguments: command, environment: ["LATCHKEY_ACCOUNT": "alice"])
+                let there = try await empty.run(
+                    arguments: command, environment: ["LATCHKEY_ACCOUNT": "alice", "LATCHKEY_AGENT_SOCK": agent.socket])
+                #expect(here.status == there.status, "\(command): \(here.stderr) | \(there.stderr)")
+                #expect(here.stdout == there.stdout, "\(command): \(here.stdout) | \(there.stdout)")
+                #expect(!there.stdout.contains("bob"), "\(command) through the agent used the default account")
+            }
+            agent.process.send(signal: SIGTERM)
+            _ = try await agent.process.finish()
         }
     }
 

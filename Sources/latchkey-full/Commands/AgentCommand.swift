@@ -88,8 +88,14 @@ struct AgentCommand: AsyncParsableCommand {
         }
         if forward {
             Output.error("Forwarding socket: \(path)")
-            Output.error("Forward it with: ssh -R /tmp/latchkey-\(getuid()).sock:\(path) HOST")
-            Output.error("and on HOST: LATCHKEY_AGENT_SOCK=/tmp/latchkey-\(getuid()).sock latchkey token")
+            // Into a folder only the remote user can write: a fixed name in a shared /tmp could be
+            // taken first by another user there (every client refuses such a socket).
+            Output.error(
+                "Forward it into HOST's runtime folder: ssh -R '/run/user/REMOTE_UID/latchkey.sock:\(path)' HOST")
+            Output.error(
+                "(REMOTE_UID: `id -u` on HOST. Where HOST has no /run/user, make a private folder first: ssh HOST 'mkdir -m 700 -p ~/.latchkey-agent', and forward to that folder's full path.)"
+            )
+            Output.error("and on HOST: LATCHKEY_AGENT_SOCK=\"$XDG_RUNTIME_DIR/latchkey.sock\" latchkey token")
         } else {
             Output.line("\(AgentSocket.variable)=\(TokenDescription.quoted(path)); export \(AgentSocket.variable);")
             Output.line("echo Agent pid \(getpid());")

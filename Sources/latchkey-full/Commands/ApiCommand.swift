@@ -234,6 +234,11 @@ struct ProofCommand: AsyncParsableCommand {
     var account: String?
     @Option(help: "Use a token for this resource alone (RFC 8707).") var resource: String?
 
+    /// What `proof` says of an account whose tokens are bearer tokens, from the store or an agent.
+    static let bearerTokens = CLIError.input(
+        "The account's tokens are bearer tokens, not bound to a key: send `Authorization: Bearer $(latchkey token)`. Add the provider with --dpop for bound tokens."
+    )
+
     func run() async throws {
         guard let target = URL(string: url), EndpointSecurity.isAcceptable(target),
             let method = HTTPRequest.Method(method.uppercased())
@@ -246,14 +251,12 @@ struct ProofCommand: AsyncParsableCommand {
             let answer = try await RemoteAgent.ask(
                 AgentRequest(.authorize, account: account, resource: resource, method: method.rawValue, url: url),
                 at: agent)
-            return printProof(authorization: answer.authorization ?? "", proof: answer.proof ?? "")
+            // The same refusal as the store's: a bearer token has no proof to print.
+            guard let proof = answer.proof else { throw Self.bearerTokens }
+            return printProof(authorization: answer.authorization ?? "", proof: proof)
         }
         let context = try await global.account(account)
-        guard context.stored.token.dpop != nil else {
-            throw CLIError.input(
-                "The account's tokens are bearer tokens, not bound to a key: send `Authorization: Bearer $(latchkey token)`. Add the provider with --dpop for bound tokens."
-            )
-        }
+        guard context.stored.token.dpop != nil else { throw Self.bearerTokens }
         let request: HTTPRequest
         do {
             request = try await context.credential.authorized(

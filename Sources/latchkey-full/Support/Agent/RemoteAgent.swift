@@ -8,15 +8,27 @@ import LatchkeyCommandLine
 /// tool's error and exit status (4 when the account must sign in again on the agent's machine).
 enum RemoteAgent {
     static func ask(_ request: AgentRequest, at path: String) async throws -> AgentAnswer {
-        let answer: AgentAnswer
+        let answer = try await answer(request, at: path)
+        if let refusal = CLIError.refusal(answer) { throw refusal }
+        return answer
+    }
+
+    /// The agent's answer, its refusals included, from a socket that is the user's own
+    /// (``AgentSocketCheck``). The account is resolved here, once for every command, as the
+    /// local store resolves it: the command's own, else `LATCHKEY_ACCOUNT`, else the agent's
+    /// default.
+    static func answer(_ request: AgentRequest, at path: String) async throws -> AgentAnswer {
+        var request = request
+        if request.operation != .stop {
+            request.account = AccountChoice.reference(request.account, environment: ProcessInfo.processInfo.environment)
+        }
+        if let refusal = AgentSocketCheck.refusal(path) { throw CLIError.failed(refusal) }
         do {
-            answer = try await AgentClient(path: path).ask(request)
+            return try await AgentClient(path: path).ask(request)
         } catch {
             throw CLIError.failed(
                 "\(error.description) Is `latchkey agent` running, and \(AgentSocket.variable) its socket?")
         }
-        if let refusal = CLIError.refusal(answer) { throw refusal }
-        return answer
     }
 
     /// Sends `request` with the agent's `Authorization` (and DPoP proof): once more after a
