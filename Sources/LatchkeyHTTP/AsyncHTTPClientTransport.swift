@@ -115,9 +115,15 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
                         status: HTTPResponse.Status(code: Int(response.status.code)), headerFields: fields)
                     if let stream, head.status.kind == .successful, Self.isEventStream(head) {
                         await stream.opened(head)
-                        var parser = ServerSentEventParser()
+                        var parser = ServerSentEventParser(limit: options.maximumBodySize)
                         for try await piece in response.body {
                             for event in parser.consume(piece.readableBytesView) { await stream.event(event) }
+                            if parser.isOverLimit {
+                                throw TransportError(
+                                    .bodyTooLarge,
+                                    "An event of the stream is larger than \(options.maximumBodySize) bytes.",
+                                    underlying: nil)
+                            }
                         }
                         return HTTPTransportResponse(response: head, body: Data())
                     }

@@ -29,6 +29,13 @@ public struct ServerSentEventParser: Sendable {
     /// The reconnection time the stream asked for (its latest `retry` field), if any.
     public private(set) var retry: Duration?
 
+    /// The most bytes one event (its lines, data included) may hold: a stream whose event grows
+    /// past it is not read on (``isOverLimit``), as a body larger than its limit is not.
+    public let limit: Int
+    /// Whether an event grew past ``limit``: nothing more is read, and the stream is to end as
+    /// an error.
+    public private(set) var isOverLimit = false
+
     private var line: [UInt8] = []
     private var afterCarriageReturn = false
     private var atStart = true
@@ -37,15 +44,22 @@ public struct ServerSentEventParser: Sendable {
     private var hasData = false
     private var setID = false
 
-    /// A parser at the start of a stream.
-    public init() {}
+    /// A parser at the start of a stream, whose events may hold at most `limit` bytes each.
+    public init(limit: Int = 8 << 20) {
+        self.limit = limit
+    }
 
     /// Reads `bytes`, the stream's next piece, and answers the events it completes, in order.
     /// A line or event left incomplete waits for the next piece; at the end of the stream it is
     /// dropped, as the standard says.
     public mutating func consume(_ bytes: some Sequence<UInt8>) -> [ServerSentEvent] {
         var events: [ServerSentEvent] = []
+        guard !isOverLimit else { return events }
         for byte in bytes {
+            guard line.count + data.count < limit else {
+                isOverLimit = true
+                return events
+            }
             switch byte {
             case UInt8(ascii: "\n") where afterCarriageReturn:
                 // The line feed of a CRLF: its line was ended by the carriage return.

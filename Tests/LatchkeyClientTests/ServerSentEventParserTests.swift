@@ -11,6 +11,21 @@ struct ServerSentEventParserTests {
         return (events, parser)
     }
 
+    @Test("an event larger than the limit, in one line or many, stops the reading: nothing past it is taken")
+    func limit() {
+        var parser = ServerSentEventParser(limit: 1_024)
+        let first = parser.consume(Array("data: small\n\n".utf8))
+        #expect(first.map(\.data) == ["small"])
+        #expect(!parser.isOverLimit)
+        let huge = parser.consume(Array(("data: " + String(repeating: "x", count: 4_096) + "\n\n").utf8))
+        #expect(huge.isEmpty)
+        #expect(parser.isOverLimit)
+        #expect(parser.consume(Array("data: after\n\n".utf8)).isEmpty, "nothing is read past the limit")
+        var lines = ServerSentEventParser(limit: 1_024)
+        let many = lines.consume(Array(String(repeating: "data: 0123456789\n", count: 200).utf8))
+        #expect(many.isEmpty && lines.isOverLimit, "an event of many short lines counts whole")
+    }
+
     @Test("an event per blank line: its data lines joined, its type, the last id")
     func basics() {
         let (read, parser) = events(["event: update\ndata: one\ndata:two\nid: 7\n\n", "data: three\n\n"])

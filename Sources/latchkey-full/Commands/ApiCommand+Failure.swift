@@ -34,7 +34,8 @@ struct APIFailure: Sendable, Equatable {
         status: Int, error: String?, challenge: AuthenticationChallenge?, headers: HTTPFields, url: URL?
     ) -> String? {
         // A resource that says where its tokens come from (RFC 9728): sign in for it.
-        let login = url.map { "latchkey login --resource \(short(resourceIdentifier($0)))" } ?? "latchkey login"
+        let resource = url.map { ["--resource", resourceIdentifier($0)] } ?? []
+        let login = ShellCommand(["latchkey", "login"] + resource)
         switch (status, error) {
         case (401, "use_dpop_nonce"):
             break
@@ -42,9 +43,10 @@ struct APIFailure: Sendable, Equatable {
             return
                 "The server names where its tokens come from (its resource metadata, RFC 9728): sign in for it with `\(login)`, then run this again"
         case (403, "insufficient_scope") where challenge?.parameters["scope"] != nil && url != nil:
-            let scope = challenge?.parameters["scope"].map(short) ?? ""
+            let scope = challenge?.parameters["scope"] ?? ""
+            let command = ShellCommand(login.arguments + ["--scope", scope])
             return
-                "The token lacks a scope this request needs (it asks for: \(scope)): sign in for it with `\(login) --scope \"\(scope)\"`"
+                "The token lacks a scope this request needs (it asks for: \(short(scope))): sign in for it with `\(command)`"
         default:
             break
         }
