@@ -151,7 +151,8 @@ struct CLIResourceFirstTests {
         let refused = try await device.run("api", files)
         #expect(refused.status == 1)
         #expect(refused.stderr.contains("insufficient_scope"), "\(refused.stderr)")
-        #expect(refused.stderr.contains(#"latchkey login --resource \#(files) --scope "files:read""#))
+        // Each word quoted only where a shell would read it otherwise (`ShellCommand`).
+        #expect(refused.stderr.contains("latchkey login --resource \(files) --scope files:read"), "\(refused.stderr)")
         await dev.stop()
     }
 }
