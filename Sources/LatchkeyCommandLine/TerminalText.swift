@@ -1,3 +1,5 @@
+import LatchkeyRecords
+
 /// The text the tool writes, the same from every command: escaped for a terminal, or JSON.
 package enum TerminalText {
     /// `value` as one line of JSON (keys sorted, dates in ISO 8601), safe for a terminal and
@@ -14,7 +16,7 @@ package enum TerminalText {
         // keeps every string's value.
         var escaped = ""
         for scalar in String(decoding: data, as: UTF8.self).unicodeScalars {
-            guard isUnsafe(scalar) else {
+            guard VisibleText.isUnsafe(scalar) else {
                 escaped.unicodeScalars.append(scalar)
                 continue
             }
@@ -32,30 +34,12 @@ package enum TerminalText {
     /// would add an account to a listing) or a column (a tab). Tabs and newlines stay when
     /// `keepingLines` (a journey's free text shown to the user, never parsed).
     package static func safe(_ text: String, keepingLines: Bool = false) -> String {
-        var escaped = ""
-        for scalar in text.unicodeScalars {
-            if keepingLines && (scalar == "\t" || scalar == "\n") || !isUnsafe(scalar) {
-                escaped.unicodeScalars.append(scalar)
-            } else {
-                escaped += scalar.escaped(asASCII: true)
-            }
-        }
-        return escaped
+        VisibleText.of(text, keepingLines: keepingLines)
     }
 
     /// Fields of one row of a listing, each made ``safe(_:keepingLines:)``, separated by tabs:
     /// the only tabs in the row are the tool's own.
     package static func row(_ fields: [String]) -> String {
         fields.map { safe($0) }.joined(separator: "\t")
-    }
-
-    /// Whether a terminal would act on `scalar` or hide it: control characters (C0, DEL, C1),
-    /// format characters (bidirectional overrides, zero-width characters, the byte order mark)
-    /// and the line and paragraph separators.
-    private static func isUnsafe(_ scalar: Unicode.Scalar) -> Bool {
-        switch scalar.properties.generalCategory {
-        case .control, .format, .lineSeparator, .paragraphSeparator: true
-        default: false
-        }
     }
 }
