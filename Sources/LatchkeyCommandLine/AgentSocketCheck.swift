@@ -13,9 +13,9 @@ package enum AgentSocketCheck {
             return
                 "The agent socket \(shown) belongs to another user (uid \(socketStatus.st_uid)): refused, as it could answer with tokens of its own."
         }
-        let folder = path.contains("/") ? String(path[..<(path.lastIndex(of: "/") ?? path.endIndex)]) : "."
+        let folder = path.lastIndex(of: "/").map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
         var folderStatus = stat()
-        guard lstat(folder.isEmpty ? "/" : folder, &folderStatus) == 0 else { return nil }
+        guard lstat(folder, &folderStatus) == 0 else { return nil }
         if folderStatus.st_mode & 0o022 != 0 {
             return
                 "The agent socket \(shown) is in a folder other users can write (\(TerminalText.safe(folder))): refused, as another user could have put it there. Forward it into $XDG_RUNTIME_DIR, or a folder of mode 0700 (`mkdir -m 700 ~/.latchkey-agent`)."

@@ -39,63 +39,25 @@ package enum GitHostRule: Sendable {
 }
 
 extension GitCredentialRequest {
-    /// A request for `url`: `protocol://[username@]host`, as git's own `url` attribute names
-    /// them, and as a remote names git's question to the agent; `nil` for anything else.
+    /// A request for `url`: `protocol://[username@]host[:port]`, as git's own `url` attribute
+    /// names them, and as a remote names git's question to the agent; `nil` for anything else
+    /// (a path, a query, a password, an unescaped `@` in the username).
     package init?(url: String) {
-        let parts = url.split(separator: "://", maxSplits: 1, omittingEmptySubsequences: false)
-        guard parts.count == 2 else { return nil }
-        let scheme = String(parts[0])
-        var host = String(parts[1])
-        var username: String?
-        if let at = host.firstIndex(of: "@") {
-            username = Self.percentDecoded(host[..<at])
-            host = String(host[host.index(after: at)...])
-            guard username != nil else { return nil }
-        }
-        let forbidden: Set<Character> = ["/", "@", "\n", "\r", "\0", "?", "#"]
-        guard !scheme.isEmpty, !host.isEmpty, !host.contains(where: forbidden.contains) else { return nil }
+        guard url.filter({ $0 == "@" }).count <= 1, let parts = URLComponents(string: url), let scheme = parts.scheme,
+            let host = parts.percentEncodedHost, !host.isEmpty, parts.percentEncodedPath.isEmpty, parts.query == nil,
+            parts.fragment == nil, parts.password == nil
+        else { return nil }
         self.init()
-        fields = ["protocol": scheme, "host": host]
-        fields["username"] = username
+        fields = ["protocol": scheme, "host": host + (parts.port.map { ":\($0)" } ?? "")]
+        fields["username"] = parts.user
     }
 
-    /// `protocol://[username@]host`: how a remote names git's question to the agent.
+    /// `protocol://[username@]host`: how a remote names git's question to the agent (the
+    /// username percent-encoded by `URLComponents`).
     package var url: String? {
         guard let scheme = self.protocol, let host else { return nil }
-        let user = fields["username"].map(Self.percentEncoded)
-        return "\(scheme)://" + (user.map { $0 + "@" } ?? "") + host
-    }
-
-    /// `text` with every byte but RFC 3986's unreserved ones as `%XX`.
-    private static func percentEncoded(_ text: String) -> String {
-        let unreserved = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~".utf8)
-        let hex = Array("0123456789ABCDEF".utf8)
-        var bytes: [UInt8] = []
-        for byte in text.utf8 {
-            if unreserved.contains(byte) {
-                bytes.append(byte)
-            } else {
-                bytes += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 15)]]
-            }
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }
-
-    /// `text` with its `%XX` escapes read back; `nil` when one is broken or the bytes are not
-    /// UTF-8.
-    private static func percentDecoded(_ text: Substring) -> String? {
-        var bytes: [UInt8] = []
-        var iterator = Array(text.utf8).makeIterator()
-        while let byte = iterator.next() {
-            guard byte == UInt8(ascii: "%") else {
-                bytes.append(byte)
-                continue
-            }
-            guard let high = iterator.next(), let low = iterator.next(),
-                let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16)
-            else { return nil }
-            bytes.append(value)
-        }
-        return String(validating: bytes, as: UTF8.self)
+        var user = URLComponents()
+        user.user = fields["username"]
+        return "\(scheme)://" + (user.percentEncodedUser.map { $0 + "@" } ?? "") + host
     }
 }

@@ -14,7 +14,8 @@ enum ResourceGate {
     /// otherwise.
     static func require(_ resource: URL, issuer: String, paired: [String]?) async throws {
         let pairings = (paired ?? []).compactMap(URL.init(string:))
-        if case .paired = ResourceTrust.decide(resource: resource, issuer: issuer, metadata: nil, paired: pairings) {
+        // A pairing the user made is known without asking the resource anything.
+        if ResourceTrust.decide(resource: resource, issuer: issuer, metadata: nil, paired: pairings).isTrusted {
             return
         }
         let metadata: ProtectedResourceMetadata?
