@@ -50,6 +50,11 @@ package struct TokenDescription {
         return stored.expiresAt
     }
 
+    /// Whether the token is an access token bound to the account's key (DPoP): it goes with a
+    /// proof, and no fixed header (git's password, kubectl's token, `--format headers`) can
+    /// carry it.
+    package var isBoundToKey: Bool { !idToken && (stored.dpop != nil || stored.tokenType.lowercased() == "dpop") }
+
     /// The scopes the token carries (a resource token's own), space separated.
     package var scope: String? {
         if let resourceToken {
@@ -66,8 +71,7 @@ package struct TokenDescription {
         ]
         if !idToken {
             fields["accessToken"] = .string(token)
-            fields["tokenType"] = .string(
-                stored.dpop != nil || stored.tokenType.lowercased() == "dpop" ? "DPoP" : "Bearer")
+            fields["tokenType"] = .string(isBoundToKey ? "DPoP" : "Bearer")
         }
         if let expiresAt { fields["expiresAt"] = .string(expiresAt.formatted(.iso8601)) }
         if let scope { fields["scope"] = .string(scope) }

@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import HTTPTypes
 import Latchkey
-import LatchkeyAgent
 import LatchkeyCommandLine
 import LatchkeyHTTP
 
@@ -76,41 +75,26 @@ struct ApiCommand: AsyncParsableCommand {
             request.headerFields[.contentType] = "application/json"
         }
         let scopes = scope.map { $0.split(separator: " ").map(String.init) }
-        if let agent = AgentSocket.remote(for: global.location.location) {
-            return try finish(
-                try await RemoteAgent.send(
-                    request, body: body, account: account, resource: resource, scopes: scopes, at: agent,
-                    through: AsyncHTTPClientTransport.shared), target: target)
-        }
-        if account == nil, try await global.location.providers().isEmpty {
+        var source = global.accountSource(account)
+        if account == nil, try await !source.hasProviders() {
             guard login else { try await Self.sayWhereToSignIn(for: target) }
             try await signIn(for: target)
+            source = global.accountSource(account)
         }
-        let context = try await global.account(account)
-        var answer = try await send(request, body: body, scopes: scopes, with: context.credential)
+        let transport = AsyncHTTPClientTransport.shared
+        var answer = try await source.send(request, body: body, resource: resource, scopes: scopes, through: transport)
         // --login: a server that needs a scope the grant lacks gets a sign-in for it (the grant
-        // widened: narrower tokens come from it still), then the request once more.
-        if login, let wider = Self.steppedUpScopes(answer, granted: context.stored.token.scopes ?? []) {
+        // widened: narrower tokens come from it still), then the request once more. An agent's
+        // account is widened on the agent's machine.
+        if login, let granted = try await source.grantedScopes(),
+            let wider = Self.steppedUpScopes(answer, granted: granted)
+        {
             Output.note("The server needs \(wider.joined(separator: " ")): signing in for it.")
             try await signIn(for: target, scopes: wider)
-            answer = try await send(
-                request, body: body, scopes: scopes, with: try await global.account(account).credential)
+            answer = try await global.accountSource(account).send(
+                request, body: body, resource: resource, scopes: scopes, through: transport)
         }
         try finish(answer, target: target)
-    }
-
-    private func send(_ request: HTTPRequest, body: Data?, scopes: [String]?, with credential: Credential)
-        async throws -> HTTPTransportResponse
-    {
-        do {
-            return try await credential.send(
-                request, body: body, resource: resource.flatMap(URL.init(string:)), scopes: scopes,
-                through: AsyncHTTPClientTransport.shared)
-        } catch  where error.code == .transport || error.code == .timedOut {
-            throw CLIError(status: .unreachable, description: "The request was not answered: \(error)")
-        } catch {
-            throw CLIError.provider(error, doing: "The request failed")
-        }
     }
 
     /// The scopes to sign in for when `answer` says the token lacks some (`insufficient_scope`
@@ -247,26 +231,11 @@ struct ProofCommand: AsyncParsableCommand {
                 "Give a method and an https URL (plain http to this machine only): \(Output.safe(method)) \(Output.safe(url))"
             )
         }
-        if let agent = AgentSocket.remote(for: global.location.location) {
-            let answer = try await RemoteAgent.ask(
-                AgentRequest(.authorize, account: account, resource: resource, method: method.rawValue, url: url),
-                at: agent)
-            // The same refusal as the store's: a bearer token has no proof to print.
-            guard let proof = answer.proof else { throw Self.bearerTokens }
-            return printProof(authorization: answer.authorization ?? "", proof: proof)
-        }
-        let context = try await global.account(account)
-        guard context.stored.token.dpop != nil else { throw Self.bearerTokens }
-        let request: HTTPRequest
-        do {
-            request = try await context.credential.authorized(
-                HTTPRequest(method: method, url: target), resource: resource.flatMap(URL.init(string:)))
-        } catch {
-            throw CLIError.provider(error, doing: "No proof")
-        }
-        printProof(
-            authorization: request.headerFields[.authorization] ?? "",
-            proof: request.headerFields.first { $0.name.canonicalName == "dpop" }?.value ?? "")
+        let given = try await global.accountSource(account).authorization(
+            for: HTTPRequest(method: method, url: target), TokenAsk(resource: resource), nonce: nil)
+        // A bearer token has no proof to print, whichever source gave it.
+        guard let proof = given.proof else { throw Self.bearerTokens }
+        printProof(authorization: given.authorization, proof: proof)
     }
 
     private func printProof(authorization: String, proof: String) {

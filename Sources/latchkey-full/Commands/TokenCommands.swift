@@ -1,7 +1,6 @@
 import ArgumentParser
 import Foundation
 import Latchkey
-import LatchkeyAgent
 import LatchkeyCommandLine
 
 /// `latchkey token [ACCOUNT]`: the raw access token, refreshed if needed (like `gh auth token`
@@ -48,106 +47,35 @@ struct TokenCommand: AsyncParsableCommand, AccountCommand {
         }
     }
 
-    /// When this command began: near enough to the process's start.
-    static let started = Date()
-
-    /// Whether `stored`'s token came from a refresh (not the sign-in) in the two seconds before
-    /// this process started: processes started at once with `--force` share that refresh, also
-    /// those that read the store only after it ended.
-    static func refreshedJustBefore(_ stored: StoredCredential) -> Bool {
-        let token = stored.token
-        return token.issuedAt > stored.createdAt.addingTimeInterval(1)
-            && token.issuedAt > started.addingTimeInterval(-2)
-    }
-
     func run() async throws {
-        _ = Self.started
-        if let agent = AgentSocket.remote(for: global.location.location) { return try await run(through: agent) }
-        let resource = resource.flatMap(URL.init(string:))
-        let scopes = scope.map { $0.split(separator: " ").map(String.init) }
-        let validity = minValidity?.seconds ?? 60
-        // Only go to the network (and retry the outbox) when the token must be refreshed.
-        let key = ResourceToken.key(resource: resource?.absoluteString, scopes: scopes)
-        let context = try await global.account(account) { stored in
-            if force { return true }
-            if idToken { return stored.token.idTokenExpiresAt.map { $0.timeIntervalSinceNow < validity } ?? true }
-            guard resource != nil || scopes != nil else {
-                return stored.token.accessToken == nil || stored.token.expires(within: validity)
-            }
-            return stored.token.resourceTokens[key]?.isValid(for: validity, at: Date()) != true
-        }
-        let credential = context.credential
-        let token: String
-        do {
-            if force, !Self.refreshedJustBefore(context.stored) {
-                try await credential.refresh(replacing: context.stored.token.accessToken)
-            }
-            if idToken {
-                token = try await credential.idToken(minimumValidity: validity)
-            } else if resource != nil || scopes != nil {
-                token = try await credential.accessToken(for: resource, scopes: scopes, minimumValidity: validity)
-            } else if let minValidity {
-                // Asked for explicitly: exactly that long.
-                token = try await credential.accessToken(validFor: minValidity.seconds)
-            } else {
-                token = try await credential.accessToken()
-            }
-        } catch {
-            if error.oauthError == .invalidTarget, let resource {
-                throw CLIError.resourceRefused(error, resource: resource, grant: try? await credential.token.resources)
-            }
-            throw CLIError.provider(error, doing: idToken ? "No ID token" : "No access token")
-        }
-        let stored = try await credential.token
-        try show(
-            TokenDescription(
-                token: token, idToken: idToken, stored: stored, resource: resource, key: key,
-                account: context.stored.metadata.displayName ?? context.stored.id.rawValue),
-            boundToKey: stored.dpop != nil)
+        _ = TokenAsk.started
+        let asked = TokenAsk(
+            idToken: idToken, resource: resource, scopes: scope.map { $0.split(separator: " ").map(String.init) },
+            minimumValidity: minValidity?.seconds, force: force)
+        let description = try await global.accountSource(account).token(asked)
+        try show(description)
     }
 
     /// Prints the token in the format asked for; a bound access token cannot be fixed headers,
     /// and on a terminal comes with a note on how to send it.
-    private func show(_ description: TokenDescription, boundToKey: Bool) throws {
+    private func show(_ description: TokenDescription) throws {
         switch format ?? (global.json ? .json : .token) {
         case .token: Output.line(description.token)
         case .json: Output.json(description.fields)
         case .export: for line in description.exportLines { Output.line(line) }
         case .headers:
-            guard !boundToKey else {
+            guard !description.isBoundToKey else {
                 throw CLIError.input(
                     "This token is bound to the account's key (DPoP): each request needs a proof of its own, which no fixed headers can carry. Use `latchkey api URL`, or `latchkey proof METHOD URL`."
                 )
             }
             Output.json(description.headers)
         }
-        if !idToken, boundToKey, Output.errorIsTerminal {
+        if description.isBoundToKey, Output.errorIsTerminal {
             Output.note(
                 "This token is bound to the account's key (DPoP): a request needs a proof with it. Use `latchkey api URL`, or `latchkey proof METHOD URL` for curl."
             )
         }
-    }
-}
-
-extension TokenCommand {
-    /// The token from `latchkey agent` at `path`, printed as one from the store would be.
-    func run(through path: String) async throws {
-        guard !force else { throw CLIError.input("--force is for the machine that holds the store, not an agent's.") }
-        let answer = try await RemoteAgent.ask(
-            AgentRequest(
-                idToken ? .idToken : .token, account: account, resource: resource,
-                scopes: scope.map { $0.split(separator: " ").map(String.init) }, minimumValidity: minValidity?.seconds),
-            at: path)
-        guard let token = answer.token else { throw CLIError.failed("The agent gave no token.") }
-        let stored = Token(
-            accessToken: idToken ? nil : token, tokenType: answer.tokenType ?? "Bearer", idToken: idToken ? token : nil,
-            scopes: answer.scopes, issuedAt: Date(), expiresAt: answer.expiresAt,
-            provider: ProviderIdentity(issuer: answer.issuer ?? "", clientID: ""))
-        try show(
-            TokenDescription(
-                token: token, idToken: idToken, stored: stored, resource: resource.flatMap(URL.init(string:)), key: "",
-                account: answer.account ?? account ?? ""),
-            boundToKey: stored.tokenType.lowercased() == "dpop")
     }
 }
 
@@ -184,16 +112,7 @@ struct UserInfo: AsyncParsableCommand, AccountCommand {
     @OptionGroup var accountArgument: AccountArgument
 
     func run() async throws {
-        let claims: [String: JSONValue]
-        if let agent = AgentSocket.remote(for: global.location.location) {
-            claims = try await RemoteAgent.ask(AgentRequest(.userInfo, account: account), at: agent).claims ?? [:]
-        } else {
-            do {
-                claims = try await global.account(account).credential.userInfo()
-            } catch let error as ProviderError {
-                throw CLIError.provider(error, doing: "Userinfo failed")
-            }
-        }
+        let claims = try await global.accountSource(account).userInfo()
         if global.json {
             Output.json(claims)
             return
