@@ -182,6 +182,17 @@ struct CLIDPoPTests {
             // The ID token is not bound: kubectl may have it.
             let id = try await device.run("credential", "kubectl")
             #expect(id.status == 0, "\(id.stderr)")
+            // The same through the agent, on a machine with no store: refused the same way.
+            let folder = try TemporaryFolder()
+            defer { folder.cleanUp() }
+            let agent = try await CLIAgentTests.Agent.start(
+                on: device, ["--foreground"], socket: folder.file("agent.sock"))
+            let remote = try await agent.ask("credential", "kubectl", "--token", "access")
+            #expect(remote.status == 2, "\(remote.stdout)")
+            #expect(remote.stderr.contains("DPoP"), "\(remote.stderr)")
+            #expect(try await agent.ask("credential", "kubectl").status == 0)
+            agent.process.send(signal: SIGTERM)
+            _ = try await agent.process.finish()
         }
     }
 }
