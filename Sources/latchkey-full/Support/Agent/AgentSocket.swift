@@ -20,10 +20,7 @@ enum AgentSocket {
         if mkdir(folder, 0o700) != 0, errno != EEXIST {
             throw CLIError.failed("The agent's folder \(folder) cannot be made: \(String(cString: strerror(errno))).")
         }
-        var status = stat()
-        guard lstat(folder, &status) == 0, status.st_mode & S_IFMT == S_IFDIR, status.st_uid == getuid(),
-            status.st_mode & 0o077 == 0
-        else {
+        guard AgentSocketCheck.isPrivateFolder(folder) else {
             throw CLIError.failed(
                 "The agent's folder \(folder) is not a folder of yours that only you can open; remove it, or give --socket."
             )
