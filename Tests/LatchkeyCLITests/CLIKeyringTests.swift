@@ -1,4 +1,5 @@
 import Foundation
+import LatchkeyDevProvider
 import LatchkeyTestSupport
 import Testing
 
@@ -12,8 +13,13 @@ struct CLIKeyringTests: DevProviderCLITest {
         "keyring, then a passphrase-sealed file, then a plain file: the tokens open at each step; a copy of the home opens nothing"
     )
     func moves() async throws {
+        // Tokens that outlive the test: it compares the token at each step with the first, and
+        // under the thread sanitizer on two cores its scrypt runs took over 12 minutes, past the
+        // default 5-minute token (whose refresh then printed a new one).
+        var configuration = DevProviderConfiguration.default
+        configuration.accessTokenLifetime = 86_400
         try await PrivateKeyring.with { keyring in
-            try await withDevices { _, a, _ in
+            try await withDevices(configuration) { _, a, _ in
                 let env = keyring.environment
                 #expect(try await login(a, "alice").status == 0)
                 let token = try await a.run(arguments: ["token"], environment: env).stdout
