@@ -20,11 +20,15 @@ public actor TestBrowser {
 
     /// A client that never follows redirects: the browser does, keeping cookies on the way.
     /// Many connections per host, and time to get one: tests send a hundred requests at once on a
-    /// loaded machine.
+    /// loaded machine. Each request's own deadline (`send`) is the limit; the connect and read
+    /// timeouts, stretched as it is, never end a request before it (unstretched, a 60-second read
+    /// timeout ended one of a hundred sign-ins at once under the thread sanitizer).
     static let client = HTTPClient(
         eventLoopGroup: MultiThreadedEventLoopGroup.singleton,
         configuration: HTTPClient.Configuration(
-            redirectConfiguration: .disallow, timeout: .init(connect: .seconds(60), read: .seconds(60)),
+            redirectConfiguration: .disallow,
+            timeout: .init(
+                connect: .seconds(Int64(60 * TestTiming.slowdown)), read: .seconds(Int64(60 * TestTiming.slowdown))),
             connectionPool: .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 128)))
 
     public private(set) var cookies: [String: String] = [:]
