@@ -192,7 +192,8 @@ struct PostgresStorageTests {
                     try await Task.sleep(for: .milliseconds(100))
                 }
             }
-            #expect(try await events.wait(within: .seconds(10)) { $0 == .updated(alice.id) })
+            // The pool connects again with its own backoff, which a loaded suite stretches.
+            #expect(try await events.wait(within: TestTiming.scaled(.seconds(30))) { $0 == .updated(alice.id) })
             #expect(!events.recorded.contains(.changesMayHaveBeenMissed), "the log kept what was made meanwhile")
         }
     }
