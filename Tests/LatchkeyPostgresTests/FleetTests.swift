@@ -156,15 +156,16 @@ struct FleetTests {
     /// 10,000 directly; 2,000 under the thread sanitizer, whose pass looks for races rather
     /// than volume (and runs everything several times slower), and through the poolers, where
     /// the test shows each entry goes once (the volume is the benchmark's: `latchkey-bench`).
-    static func drainCount(_ route: PostgresServer.Route) -> Int {
-        TestTiming.slowdown > 1 || route != .direct ? 2_000 : 10_000
-    }
+    /// Enough for every instance to claim several batches while the others claim theirs (500
+    /// under the thread sanitizer, where 2,000 took four and a half minutes). How fast a fleet
+    /// drains a larger outbox is the benchmark suite's `postgres` measure, not this test's.
+    static let drainCount = TestTiming.slowdown >= 4 ? 500 : 2_000
 
     @Test(
-        "4 instances drain 10,000 queued revocations together (2,000 through a pooler), sending each once",
+        "4 instances drain 2,000 queued revocations together (500 under the sanitizer), sending each once",
         arguments: PostgresServer.Route.allCases)
     func drainTogether(_ route: PostgresServer.Route) async throws {
-        let drainCount = Self.drainCount(route)
+        let drainCount = Self.drainCount
         let dev = try await DevProvider.start(signingKeys: SharedSigningKeys.get())
         let fleet = try await Fleet.make(via: route)
         let tokens = try await dev.mintRefreshTokens(count: drainCount)
