@@ -75,7 +75,7 @@ struct WebBrowserTests {
                 #expect(await provider.endSessions(of: "alice") == 1)
                 #expect(
                     provider.backChannel.deliveries.map(\.status) == [200, 400], "B took it; the replay was refused")
-                // A second, stretched as every wait is under the sanitizer or the trace pass.
+                // A second, stretched as every wait is under the sanitizer.
                 let limit = TestTiming.scaled(.seconds(1))
                 #expect(try await Self.signedOut(at: fleet.a, cookie: cookie, within: limit) < limit)
                 try await browser.navigate(to: fleet.a.absoluteString)

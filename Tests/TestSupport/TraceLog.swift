@@ -5,10 +5,10 @@ public import Logging
 import NIOConcurrencyHelpers
 import Testing
 
-/// The trace pass: the whole suite once more with every Latchkey component logging at trace
-/// level, and every log line checked for token values.
+/// The trace pass: the whole suite with every Latchkey component logging at trace level, and
+/// every log line checked for token values.
 ///
-/// `LATCHKEY_TEST_TRACE=1` turns it on (`scripts/test` runs the suite a second time so). Then
+/// `LATCHKEY_TEST_TRACE=1` turns it on (`scripts/test` runs its one plain pass so). Then
 /// ``logger(_:)`` gives a trace-level logger whose lines are checked as they are written, and
 /// ``watching(_:)`` wraps the transport so that every token a provider hands out (in an OAuth
 /// token response, a Cognito `AuthenticationResult` or a Ping journey's session) is known to
