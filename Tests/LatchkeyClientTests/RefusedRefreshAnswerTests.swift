@@ -70,4 +70,34 @@ struct RefusedRefreshAnswerTests {
             #expect(try await harness.store.all().isEmpty)
         }
     }
+
+    @Test(
+        "an access token with CR, LF, ESC or NUL is refused: no sign-in is stored, and a refresh keeps its rotated refresh token",
+        arguments: [#""Injected\r\nX-Evil: 1""#, #""Injected\u001b]52;c;cGF5bG9hZA==\u0007""#, #""Injected\u0000""#])
+    func accessTokenSyntax(_ value: String) async throws {
+        try await withHarness(.dev) { harness in
+            let dev = try #require(harness.dev)
+            dev.faults.set(DevProviderFault(replacedFields: ["access_token": value], remaining: 1), for: .token)
+            let refused = await #expect(throws: ProviderError.self) {
+                try await harness.provider.signIn(
+                    .password(username: "alice", password: "alice-password"), into: harness.store)
+            }
+            #expect(refused?.code == .invalidResponse)
+            #expect(refused?.description.contains("b64token") == true, "\(refused.map { "\($0)" } ?? "")")
+            #expect(refused?.description.contains("Injected") == false)
+            #expect(try await harness.store.all().isEmpty)
+
+            let credential = try await harness.provider.signIn(
+                .password(username: "alice", password: "alice-password"), into: harness.store)
+            let before = try await credential.token
+            dev.faults.set(DevProviderFault(replacedFields: ["access_token": value], remaining: 1), for: .token)
+            let error = await #expect(throws: ProviderError.self) { try await credential.refresh() }
+            #expect(error?.code == .invalidResponse)
+            let kept = try await credential.token
+            #expect(kept.accessToken == before.accessToken, "the refused access token was not stored")
+            #expect(kept.refreshToken != before.refreshToken, "the rotated refresh token was stored")
+            let next = try await credential.refresh()
+            #expect(next.refreshToken != kept.refreshToken, "the grant is alive: the kept token was the live one")
+        }
+    }
 }

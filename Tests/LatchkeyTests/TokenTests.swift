@@ -53,6 +53,29 @@ struct TokenTests {
     }
 
     @Test(
+        "an access token outside RFC 6750's b64token is refused, naming the field and never the token",
+        arguments: [
+            #""SECRET\r\nX-Injected: 1""#, #""SECRET\u001b]0;title\u0007""#, #""SECRET\u0000""#, #""two words""#,
+            #""caf\u00e9""#, #""=SECRET""#, #""SEC=RET""#, #""SECRET\t""#, #""SECRET,more""#, #""\"SECRET\"""#,
+            #""===""#,
+        ])
+    func refusesNonB64Tokens(json: String) throws {
+        let body = #"{"access_token":"# + json + #","token_type":"Bearer","refresh_token":"RT"}"#
+        let error = #expect(throws: TokenResponseError.notB64Token("access_token")) {
+            try TokenResponse(decoding: Data(body.utf8))
+        }
+        #expect(error?.description.contains("SECRET") == false)
+    }
+
+    @Test(
+        "every b64token character, and trailing padding, is an access token",
+        arguments: ["AT", "eyJ.eyJ.sig", "a-b.c_d~e+f/g", "AT=", "AT==", "0123456789"])
+    func acceptsB64Tokens(token: String) throws {
+        let body = #"{"access_token":""# + token + #"","token_type":"Bearer"}"#
+        #expect(try TokenResponse(decoding: Data(body.utf8)).accessToken == token)
+    }
+
+    @Test(
         "an optional field that cannot be read is taken as absent and named; the tokens the answer carries stay",
         arguments: [
             (#""expires_in":"3600s""#, "expires_in"), (#""expires_in":-1"#, "expires_in"),

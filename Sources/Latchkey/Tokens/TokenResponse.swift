@@ -67,6 +67,7 @@ public struct TokenResponse: Sendable, Hashable {
         guard let accessToken = try string("access_token"), !accessToken.isEmpty else {
             throw .missingField("access_token")
         }
+        guard Self.isB64Token(accessToken) else { throw .notB64Token("access_token") }
         guard let tokenType = try string("token_type"), !tokenType.isEmpty else {
             throw .missingField("token_type")
         }
@@ -94,6 +95,30 @@ public struct TokenResponse: Sendable, Hashable {
     }
 }
 
+extension TokenResponse {
+    /// Whether `token` has RFC 6750's `b64token` syntax (§2.1), the only text a bearer or DPoP
+    /// `Authorization` header may carry: `1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" )
+    /// *"="`. A token with a space, a control character (CR, LF, ESC, NUL) or any other byte
+    /// would be handed on into headers, environment variables and terminals, so a provider's
+    /// answer holding one is refused.
+    static func isB64Token(_ token: String) -> Bool {
+        var bytes = token.utf8[...]
+        while bytes.last == UInt8(ascii: "=") { bytes = bytes.dropLast() }
+        guard !bytes.isEmpty else { return false }
+        return bytes.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"):
+                true
+            case UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "+"),
+                UInt8(ascii: "/"):
+                true
+            default: false
+            }
+        }
+    }
+}
+
 extension TokenResponse: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// Names the fields present, never their values.
     public var description: String {
@@ -118,6 +143,7 @@ public struct TokenResponseError: Error, Sendable, Hashable, CustomStringConvert
         case notJSONObject
         case missingField(String)
         case invalidField(String)
+        case notB64Token(String)
     }
 
     private let code: Code
@@ -128,12 +154,17 @@ public struct TokenResponseError: Error, Sendable, Hashable, CustomStringConvert
     public static func missingField(_ name: String) -> TokenResponseError { .init(code: .missingField(name)) }
     /// A field has the wrong type or an impossible value.
     public static func invalidField(_ name: String) -> TokenResponseError { .init(code: .invalidField(name)) }
+    /// A token holds characters RFC 6750's `b64token` syntax does not allow (a space, a control
+    /// character such as CR, LF, ESC or NUL, or any other byte outside it).
+    public static func notB64Token(_ name: String) -> TokenResponseError { .init(code: .notB64Token(name)) }
 
     public var description: String {
         switch code {
         case .notJSONObject: return "The token response is not a JSON object."
         case .missingField(let name): return "The token response has no \(name)."
         case .invalidField(let name): return "The token response's \(name) has the wrong type or value."
+        case .notB64Token(let name):
+            return "The token response's \(name) holds characters a token may not hold (RFC 6750's b64token syntax)."
         }
     }
 }

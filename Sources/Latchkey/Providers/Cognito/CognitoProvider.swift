@@ -151,6 +151,14 @@ public actor CognitoProvider: IdentityProvider {
                     "Cognito asked for a challenge (\(answer["ChallengeName"]?.stringValue ?? "unknown")), which Latchkey does not answer."
             )
         }
+        guard TokenResponse.isB64Token(accessToken) else {
+            let reason =
+                "Cognito's answer was refused: its AccessToken holds characters a token may not hold (RFC 6750)."
+            guard previous != nil else { throw ProviderError(.invalidResponse, endpoint: .token, reason: reason) }
+            throw RotatedRefreshToken.refusal(
+                .invalidResponse, reason: reason, fields: ["refresh_token": result["RefreshToken"] ?? .null],
+                underlying: nil)
+        }
         let idToken = result["IdToken"]?.stringValue
         let issued = now()
         let token = Token(

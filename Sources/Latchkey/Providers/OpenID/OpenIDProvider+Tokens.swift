@@ -47,7 +47,8 @@ extension OpenIDProvider {
         } catch {
             guard previous != nil else {
                 throw ProviderError(
-                    .invalidResponse, endpoint: .token, reason: "The token response is not valid.", underlying: error)
+                    .invalidResponse, endpoint: .token, reason: "The token response is not valid: \(error)",
+                    underlying: error)
             }
             throw RotatedRefreshToken.refusal(
                 .invalidResponse, reason: "The refresh answer is not valid: \(error)", fields: fields,
