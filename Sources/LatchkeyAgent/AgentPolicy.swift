@@ -70,6 +70,13 @@ public struct AgentPolicy: Sendable, Hashable {
         case .failure(let refusal): return .refuse(refusal.reason)
         }
         guard request.operation != .reject, request.operation != .gitToken else { return .answer(request) }
+        // A description names the resource only to hear this socket's refusal early.
+        if request.operation == .describe {
+            guard let resource = request.resource, let resources, !resources.contains(resource) else {
+                return .answer(request)
+            }
+            return .refuse("This socket does not hand out tokens for \(resource).")
+        }
         switch Self.narrowed(request.resource, to: resources, "a resource", "for") {
         case .success(let resource): request.resource = resource
         case .failure(let refusal): return .refuse(refusal.reason)

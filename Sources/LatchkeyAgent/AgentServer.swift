@@ -170,7 +170,8 @@ public final class AgentServer: Sendable {
             record(AgentUse(peerUserID: peer, request: asked, outcome: "refused: \(reason)"))
             return (.failed(.refused, reason), false)
         case .answer(let request):
-            if policy.confirmsEachUse, request.operation != .reject {
+            // A rejection and a description hand nothing out: nothing to confirm.
+            if policy.confirmsEachUse, request.operation != .reject, request.operation != .describe {
                 guard await confirm(AgentUse(peerUserID: peer, request: request, outcome: "asked")) else {
                     record(AgentUse(peerUserID: peer, request: request, outcome: "refused: not confirmed"))
                     return (.failed(.refused, "The use was not confirmed on the agent's machine."), false)
@@ -181,6 +182,10 @@ public final class AgentServer: Sendable {
                 return (AgentAnswer(message: "The agent stops."), true)
             }
             var answer = await backend.answer(request)
+            // The resources a socket is limited to are ones its owner paired with the account.
+            if request.operation == .describe, answer.failure == nil, let resources = policy.resources {
+                answer.resources = (answer.resources ?? []) + resources
+            }
             if answer.failure == nil, answer.token != nil || answer.authorization != nil,
                 !policy.admits(expiresAt: answer.expiresAt, now: Date())
             {

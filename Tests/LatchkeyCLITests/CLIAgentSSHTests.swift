@@ -13,7 +13,7 @@ struct CLIAgentSSHTests: DevProviderCLITest {
         defer { folder.cleanUp() }
         try await withDevices { _, a, _ in
             #expect(try await login(a, "alice").status == 0)
-            let agent = try await CLIAgentTests.Agent.start(on: a, ["--foreground"], socket: folder.file("agent.sock"))
+            let agent = try await TestAgent.start(on: a, ["--foreground"], socket: folder.file("agent.sock"))
             let token = try await ssh.run(forwarding: agent.socket, [CLI.binary.path, "token"])
             #expect(token.status == 0, "\(token.stderr)")
             #expect(token.stdout == (try await a.run("token")).stdout)
@@ -34,8 +34,8 @@ struct CLIAgentSSHTests: DevProviderCLITest {
         let ssh = try await LoopbackSSH.start()
         let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
-        try await withDevices { _, a, _ in
-            let agent = try await CLIAgentTests.Agent.restricted(on: a, in: folder)
+        try await withDevices { dev, a, _ in
+            let agent = try await TestAgent.restricted(on: a, of: dev, in: folder)
             let allowed = try await ssh.run(forwarding: agent.socket, [CLI.binary.path, "token"])
             #expect(allowed.status == 0, "\(allowed.stderr)")
             for (command, refusal) in [

@@ -7,53 +7,8 @@ import Testing
 /// socket, within the limits of that socket; and how it stands a flood.
 @Suite("latchkey agent")
 struct CLIAgentTests: DevProviderCLITest {
-    /// A running agent: its process and socket.
-    struct Agent {
-        let process: ChildProcess
-        let socket: String
-
-        /// Starts `latchkey --home HOME agent ARGUMENTS --socket SOCKET` in its own session (no
-        /// terminal to confirm anything on), once it listens.
-        static func start(on device: Device, _ arguments: [String], socket: String) async throws -> Agent {
-            let process = try await ChildProcess.start(
-                URL(fileURLWithPath: "/usr/bin/setsid"),
-                [CLI.binary.path, "--home", device.path, "agent"] + arguments + ["--socket", socket],
-                environment: CLI.environment(), input: "")
-            // A forwarding socket is announced on standard error; the owner's as ssh-agent does.
-            let said =
-                arguments.contains("--forward")
-                ? try await process.standardError { $0.contains("Forwarding socket") }
-                : try await process.standardOutput { $0.contains("export") }
-            #expect(said.contains(socket), "\(said)")
-            return Agent(process: process, socket: socket)
-        }
-
-        /// The resource a restricted socket hands out tokens for.
-        static let api = "https://api.latchkey.test/"
-
-        /// alice and bob signed in on `device` (bob the default), and a forwarding socket for
-        /// alice's tokens for ``api`` only.
-        static func restricted(on device: Device, in folder: TemporaryFolder) async throws -> Agent {
-            for user in ["alice", "bob"] {
-                let signedIn = try await device.run(
-                    arguments: ["login", "--username", user, "--password-stdin"], input: "\(user)-password")
-                #expect(signedIn.status == 0, "\(signedIn.stderr)")
-            }
-            return try await start(
-                on: device, ["--forward", "--account", "alice", "--resource", api], socket: folder.file("forward.sock"))
-        }
-
-        /// `latchkey ARGUMENTS` as a machine with no store runs it: an empty home, the socket.
-        func ask(_ arguments: String...) async throws -> CLI.Run { try await ask(arguments: arguments) }
-
-        func ask(arguments: [String]) async throws -> CLI.Run { try await Self.ask(through: socket, arguments) }
-
-        static func ask(through socket: String, _ arguments: [String]) async throws -> CLI.Run {
-            let empty = try Device()
-            defer { empty.cleanUp() }
-            return try await empty.run(arguments: arguments, environment: ["LATCHKEY_AGENT_SOCK": socket])
-        }
-    }
+    /// A running agent (``TestAgent``).
+    typealias Agent = TestAgent
 
     @Test("a machine without a store gets tokens, proofs and claims from the agent; after a sign-out, exit 4")
     func ownerSocket() async throws {
@@ -183,8 +138,8 @@ struct CLIAgentTests: DevProviderCLITest {
     func restrictedSocket() async throws {
         let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
-        try await withDevices { _, a, _ in
-            let agent = try await Agent.restricted(on: a, in: folder)
+        try await withDevices { dev, a, _ in
+            let agent = try await Agent.restricted(on: a, of: dev, in: folder)
             let api = Agent.api
             let narrowed = try await agent.ask("token", "--json")
             #expect(narrowed.status == 0, "\(narrowed.stderr)")

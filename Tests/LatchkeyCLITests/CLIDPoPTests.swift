@@ -19,7 +19,8 @@ struct CLIDPoPTests {
         do {
             let added = try await device.run(
                 "provider", "add", "dev", "--dpop", "--allow-password-grant", "--issuer", dev.issuer.absoluteString,
-                "--client-id", "latchkey-cli", "--git-host", "git.latchkey.test")
+                "--client-id", "latchkey-cli", "--git-host", "git.latchkey.test", "--resource",
+                "https://files.latchkey.test/")
             #expect(added.status == 0, "\(added.stderr)")
             let login = try await device.run(
                 arguments: ["login", "--username", "alice", "--password-stdin"], input: "alice-password")

@@ -85,7 +85,7 @@ struct CLIExitMessageTests: DevProviderCLITest {
 
             let unreachable = try await a.run("api", "http://127.0.0.1:\(try await FreePort.pick())/")
             #expect(unreachable.status == 5, "\(unreachable.stderr)")
-            #expect(unreachable.stderr.contains("not answered"))
+            #expect(unreachable.stderr.contains("did not answer"), "\(unreachable.stderr)")
 
             let help = try await a.run("api", "--help")
             #expect(help.stdout.contains("Exit status"))

@@ -95,13 +95,15 @@ struct CLITokenOptionsTests: DevProviderCLITest {
 
     @Test("--format headers prints the HTTP headers a request carries, for MCP hosts' header helpers")
     func headers() async throws {
-        try await withDevices { _, a, _ in
+        try await withDevices { dev, a, _ in
             #expect(try await login(a, "alice").status == 0)
             let token = try await a.run("token").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
             let headers = try await a.run("token", "--format", "headers")
             #expect(headers.status == 0, "\(headers.stderr)")
             #expect(headers.object as? [String: String] == ["Authorization": "Bearer \(token)"])
-            let resource = try await a.run("token", "--resource", "https://files.latchkey.test/", "--format", "headers")
+            // A resource at the provider's own origin takes its tokens.
+            let files = dev.issuer.appendingPathComponent("files").absoluteString
+            let resource = try await a.run("token", "--resource", files, "--format", "headers")
             #expect(resource.status == 0, "\(resource.stderr)")
             #expect((resource.object["Authorization"] as? String)?.hasPrefix("Bearer ") == true)
             #expect(resource.object["Authorization"] as? String != "Bearer \(token)", "the resource's own token")

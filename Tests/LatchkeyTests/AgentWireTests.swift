@@ -31,6 +31,7 @@ struct AgentWireTests {
                 minimumValidity: 0.000_001, method: "POST", url: "https://api.example.com/", nonce: "n-1",
                 accessToken: "token", store: Self.awkward),
             AgentRequest(.reject, scopes: [], minimumValidity: 1e300),
+            AgentRequest(.describe, account: "alice"),
         ]
         for request in requests {
             let line = AgentWire.line(request)
@@ -61,6 +62,7 @@ struct AgentWireTests {
                 "list": .array([.number(1), .object(["deep": .array([])]), .string("")]), "empty": .object([:]),
             ])
         full.issuer = "https://id.example.com"
+        full.resources = ["https://api.example.com/", Self.awkward]
         let answers = [
             full, AgentAnswer(), AgentAnswer.failed(.signInRequired, "Sign in again."),
             AgentAnswer(token: "t", expiresAt: Date(timeIntervalSince1970: 0), scopes: []),

@@ -47,6 +47,9 @@ public struct AgentAnswer: Sendable, Codable, Hashable {
     public var proof: String?
     /// ``AgentRequest/Operation/userInfo``: the claims.
     public var claims: [String: JSONValue]?
+    /// ``AgentRequest/Operation/describe``: the resources the user paired with the account's
+    /// provider (a provider added for them, a sign-in for them, a socket limited to them).
+    public var resources: [String]?
 
     /// Creates an answer.
     public init(

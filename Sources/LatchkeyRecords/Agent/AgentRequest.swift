@@ -27,6 +27,10 @@ public struct AgentRequest: Sendable, Codable, Hashable {
         case reject
         /// The account's claims from the provider's userinfo endpoint.
         case userInfo = "userinfo"
+        /// What a command checks a resource against before it asks for a token for it: the
+        /// account's issuer and the resources the user paired with it (``AgentAnswer/resources``).
+        /// No token.
+        case describe
         /// A refresh token: always refused (a socket never hands one out).
         case refreshToken = "refresh-token"
         /// Stops the agent (only through its owner's socket).

@@ -42,6 +42,7 @@ package enum AgentWire {
         fields["authorization"] = answer.authorization.map(JSONValue.string)
         fields["proof"] = answer.proof.map(JSONValue.string)
         fields["claims"] = answer.claims.map(JSONValue.object)
+        fields["resources"] = answer.resources.map { .array($0.map(JSONValue.string)) }
         return line(fields)
     }
 
@@ -81,13 +82,16 @@ package enum AgentWire {
             let issuer = fields.string("issuer"), let token = fields.string("token"),
             let tokenType = fields.string("tokenType"), let expiresAt = fields.number("expiresAt"),
             let scopes = fields.strings("scopes"), let authorization = fields.string("authorization"),
-            let proof = fields.string("proof"), let claims = fields.object("claims")
+            let proof = fields.string("proof"), let claims = fields.object("claims"),
+            let resources = fields.strings("resources")
         else { return nil }
         (answer.message, answer.account, answer.issuer, answer.token) = (message, account, issuer, token)
         (answer.tokenType, answer.scopes, answer.authorization, answer.proof) = (
             tokenType, scopes, authorization, proof
         )
-        (answer.expiresAt, answer.claims) = (expiresAt.map(Date.init(timeIntervalSince1970:)), claims)
+        (answer.expiresAt, answer.claims, answer.resources) = (
+            expiresAt.map(Date.init(timeIntervalSince1970:)), claims, resources
+        )
         return answer
     }
 

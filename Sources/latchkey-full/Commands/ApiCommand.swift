@@ -81,6 +81,8 @@ struct ApiCommand: AsyncParsableCommand {
             try await signIn(for: target)
             source = global.accountSource(account)
         }
+        // The account's token goes only to a server that takes its provider's tokens.
+        try await ResourceGate.require(target, source: source, asked: resource)
         let transport = AsyncHTTPClientTransport.shared
         var answer = try await source.send(request, body: body, resource: resource, scopes: scopes, through: transport)
         // --login: a server that needs a scope the grant lacks gets a sign-in for it (the grant
@@ -231,7 +233,9 @@ struct ProofCommand: AsyncParsableCommand {
                 "Give a method and an https URL (plain http to this machine only): \(Output.safe(method)) \(Output.safe(url))"
             )
         }
-        let given = try await global.accountSource(account).authorization(
+        let source = global.accountSource(account)
+        try await ResourceGate.require(target, source: source, asked: resource)
+        let given = try await source.authorization(
             for: HTTPRequest(method: method, url: target), TokenAsk(resource: resource), nonce: nil)
         // A bearer token has no proof to print, whichever source gave it.
         guard let proof = given.proof else { throw Self.bearerTokens }

@@ -55,9 +55,7 @@ struct MCPProxyCommand: AsyncParsableCommand {
         let context = try await global.account(account)
         // The MCP authorization specification: a token goes only to a server whose own
         // authorization server issued it.
-        try await ResourceGate.require(
-            resource, issuer: context.stored.token.provider.issuer,
-            paired: try await context.session.pairedResources(of: context.stored))
+        try await ResourceGate.require(resource, basis: context.session.trustBasis(of: context.stored))
         let configuration = MCPProxy.Configuration(
             endpoint: endpoint, resource: resource, scopes: scope.map { $0.split(separator: " ").map(String.init) },
             requestTimeout: .seconds(timeout), explain: { Self.explain($0, resource: resource) },

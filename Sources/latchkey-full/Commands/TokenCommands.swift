@@ -52,7 +52,12 @@ struct TokenCommand: AsyncParsableCommand, AccountCommand {
         let asked = TokenAsk(
             idToken: idToken, resource: resource, scopes: scope.map { $0.split(separator: " ").map(String.init) },
             minimumValidity: minValidity?.seconds, force: force)
-        let description = try await global.accountSource(account).token(asked)
+        let source = global.accountSource(account)
+        // A resource's token is printed only for a resource that takes the account's tokens.
+        if let resource = asked.resourceURL {
+            try await ResourceGate.require(resource, source: source, asked: asked.resource)
+        }
+        let description = try await source.token(asked)
         try show(description)
     }
 

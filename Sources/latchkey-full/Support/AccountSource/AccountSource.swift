@@ -30,6 +30,11 @@ protocol AccountSource: Sendable {
     /// here; `nil` where it cannot (an agent's account signs in on the agent's machine).
     func grantedScopes() async throws -> [String]?
 
+    /// What a resource is checked against before a token is asked for it (``ResourceGate``):
+    /// the account's issuer and the resources the user paired with it. `resource` is the one the
+    /// token would be asked for, if any: an agent's socket limited to others refuses here.
+    func trustBasis(resource: String?) async throws -> TrustBasis
+
     /// Whether any provider is configured where the accounts are.
     func hasProviders() async throws -> Bool
 

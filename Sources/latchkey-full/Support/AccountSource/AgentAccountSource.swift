@@ -87,6 +87,14 @@ struct AgentAccountSource: AccountSource {
     /// An agent's account widens its grant by a sign-in on the agent's machine, not here.
     func grantedScopes() async throws -> [String]? { nil }
 
+    /// The agent's machine holds the providers, and what the user paired with them.
+    func trustBasis(resource: String?) async throws -> TrustBasis {
+        let answer = try await RemoteAgent.ask(AgentRequest(.describe, account: account, resource: resource), at: path)
+        return TrustBasis(
+            account: answer.account, issuer: answer.issuer ?? "",
+            paired: (answer.resources ?? []).compactMap(URL.init(string:)))
+    }
+
     /// The agent's machine holds the providers.
     func hasProviders() async throws -> Bool { true }
 

@@ -151,6 +151,11 @@ struct StoreAccountSource: AccountSource {
         try await account { _ in false }.stored.token.scopes ?? []
     }
 
+    func trustBasis(resource: String?) async throws -> TrustBasis {
+        let context = try await account { _ in false }
+        return try await context.session.trustBasis(of: context.stored)
+    }
+
     func hasProviders() async throws -> Bool {
         try await !home.providers().isEmpty
     }

@@ -56,6 +56,12 @@ struct StoreAgentBackend: AgentBackend {
             return AgentAnswer(message: "Noted: the next token is a new one.")
         case .userInfo:
             return AgentAnswer(claims: try await source.userInfo())
+        case .describe:
+            let basis = try await source.trustBasis(resource: request.resource)
+            var answer = AgentAnswer(account: basis.account)
+            answer.issuer = basis.issuer
+            answer.resources = basis.paired.map(\.absoluteString)
+            return answer
         case .gitToken:
             // Decided as this machine's own `latchkey credential git` decides it: a host none of
             // this store's providers names, or plain http where its provider does not allow it,
