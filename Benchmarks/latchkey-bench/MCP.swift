@@ -38,7 +38,7 @@ func mcpFigures() async throws {
     let (delivered, arrival) = AsyncStream<Data>.makeStream()
     let proxy = MCPProxy(
         configuration: .init(endpoint: endpoint, resource: endpoint, listensForServerMessages: false),
-        credential: credential, deliver: { arrival.yield($0) })
+        sender: credential, deliver: { arrival.yield($0) })
     var answers = delivered.makeAsyncIterator()
     var request = HTTPRequest(method: .post, url: endpoint)
     request.headerFields[.contentType] = "application/json"
@@ -74,7 +74,7 @@ func mcpFigures() async throws {
                 configuration: .init(
                     endpoint: endpoint, resource: endpoint, listensForServerMessages: false,
                     report: { _ in counted.yield(false) }),
-                credential: handle, deliver: { counted.yield(!String(decoding: $0, as: UTF8.self).contains("error")) }))
+                sender: handle, deliver: { counted.yield(!String(decoding: $0, as: UTF8.self).contains("error")) }))
     }
     var failed = 0
     var outcomes = answered.makeAsyncIterator()

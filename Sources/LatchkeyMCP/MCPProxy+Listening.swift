@@ -10,7 +10,7 @@ extension MCPProxy {
     /// turns with the nonce), and a stream held open for long would hold that lease.
     func startListening() async {
         guard configuration.listensForServerMessages, listener == nil, sessionID != nil else { return }
-        guard (try? await credential.stored().token.dpop) == nil else { return }
+        guard await !sender.sendsInTurn() else { return }
         listener = Task { await self.listen() }
     }
 

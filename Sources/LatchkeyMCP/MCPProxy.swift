@@ -61,7 +61,7 @@ public actor MCPProxy {
     }
 
     let configuration: Configuration
-    let credential: Credential
+    let sender: any AuthorizedRequestSender
     let transport: AsyncHTTPClientTransport
     let logger: Logger
     private let deliver: @Sendable (Data) async -> Void
@@ -75,15 +75,17 @@ public actor MCPProxy {
     private var inFlight: [UUID: Task<Void, Never>] = [:]
     var listener: Task<Void, Never>?
 
-    /// A proxy that sends with `credential`'s tokens through `transport`, and hands each message
-    /// for the client — one JSON-RPC message or batch, without line breaks — to `deliver`.
+    /// A proxy that sends with `sender`'s tokens (a ``Credential``'s, or an agent's) through
+    /// `transport`, and hands each message for the client — one JSON-RPC message or batch,
+    /// without line breaks — to `deliver`.
     public init(
-        configuration: Configuration, credential: Credential, transport: AsyncHTTPClientTransport = .shared,
+        configuration: Configuration, sender: any AuthorizedRequestSender,
+        transport: AsyncHTTPClientTransport = .shared,
         logger: Logger = Logger(label: "latchkey.mcp", factory: { _ in SwiftLogNoOpLogHandler() }),
         deliver: @escaping @Sendable (Data) async -> Void
     ) {
         self.configuration = configuration
-        self.credential = credential
+        self.sender = sender
         self.transport = transport
         self.logger = logger
         self.deliver = deliver
@@ -179,7 +181,7 @@ public actor MCPProxy {
             opened: { head in await self.keepSession(of: head) },
             event: { event in await self.received(event, on: stream) })
         do {
-            let answer = try await credential.send(
+            let answer = try await sender.send(
                 request, body: body, resource: configuration.resource, scopes: configuration.scopes,
                 through: EventStreamTransport(base: transport, stream: reader),
                 options: HTTPTransportOptions(timeout: timeout, maximumBodySize: 16 << 20))

@@ -68,6 +68,28 @@ struct CLIMCPProxyTests {
         await setup.stop()
     }
 
+    @Test("through an agent, on a machine with no store: the same client, tools and answers, the agent's token")
+    func throughAgent() async throws {
+        let setup = try await Setup.start()
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        let agent = try await TestAgent.start(on: setup.device, ["--foreground"], socket: folder.file("agent.sock"))
+        let empty = try Device()
+        defer { empty.cleanUp() }
+        let report = try await PythonMCPClient.run(
+            device: empty, endpoint: setup.server.endpoint, calls: 2, text: "remote",
+            environment: ["LATCHKEY_AGENT_SOCK": agent.socket])
+        #expect(report.errors.isEmpty, "\(report.errors) \(report.stderr)")
+        #expect(report.tools == ["count", "echo", "whoami"])
+        #expect(report.answers == ["remote-0", "remote-1"])
+        #expect(report.whoami?.isEmpty == false, "the server saw alice's token")
+        let log = try String(contentsOfFile: setup.device.path + "/agent.log", encoding: .utf8)
+        #expect(log.contains("authorize"), "each request's header came from the agent: \(log)")
+        agent.process.send(signal: SIGTERM)
+        _ = try await agent.process.finish()
+        await setup.stop()
+    }
+
     @Test(
         "20 proxies call tools across 3 expiries: every call succeeds, one refresh per expiry, the rotating grant lives"
     )

@@ -1,3 +1,4 @@
+import Foundation
 import HTTPTypes
 import Latchkey
 import Testing
@@ -20,19 +21,31 @@ struct AuthenticationChallengeTests {
         #expect(AuthenticationChallenge.parse(#"Bearer error="unterminated"#).first?.error?.rawValue == "unterminated")
     }
 
-    @Test("a rejected token: a 401 with invalid_token or no error; never another error or another status")
-    func rejection() {
-        func response(_ status: HTTPResponse.Status, _ challenge: String?) -> HTTPResponse {
+    @Test("what an answer means: a nonce to try, a rejected token (401 with invalid_token or no error), or final")
+    func meaning() throws {
+        func response(_ status: HTTPResponse.Status, _ challenge: String?, nonce: String? = nil) -> HTTPResponse {
             var fields = HTTPFields()
             if let challenge { fields[.wwwAuthenticate] = challenge }
+            if let nonce, let name = HTTPField.Name("DPoP-Nonce") { fields[name] = nonce }
             return HTTPResponse(status: status, headerFields: fields)
         }
-        #expect(AuthenticationChallenge.rejectsToken(response(.unauthorized, #"Bearer error="invalid_token""#)))
-        #expect(AuthenticationChallenge.rejectsToken(response(.unauthorized, #"Bearer realm="api""#)))
-        #expect(AuthenticationChallenge.rejectsToken(response(.unauthorized, nil)))
-        #expect(AuthenticationChallenge.rejectsToken(response(.unauthorized, #"DPoP error="invalid_token""#)))
-        #expect(!AuthenticationChallenge.rejectsToken(response(.unauthorized, #"Bearer error="insufficient_scope""#)))
-        #expect(!AuthenticationChallenge.rejectsToken(response(.forbidden, #"Bearer error="invalid_token""#)))
-        #expect(!AuthenticationChallenge.rejectsToken(response(.ok, nil)))
+        #expect(ResourceAnswer.of(response(.unauthorized, #"Bearer error="invalid_token""#)) == .tokenRejected)
+        #expect(ResourceAnswer.of(response(.unauthorized, #"Bearer realm="api""#)) == .tokenRejected)
+        #expect(ResourceAnswer.of(response(.unauthorized, nil)) == .tokenRejected)
+        #expect(ResourceAnswer.of(response(.unauthorized, #"DPoP error="invalid_token""#)) == .tokenRejected)
+        #expect(ResourceAnswer.of(response(.unauthorized, #"Bearer error="insufficient_scope""#)) == .final)
+        #expect(ResourceAnswer.of(response(.forbidden, #"Bearer error="invalid_token""#)) == .final)
+        #expect(ResourceAnswer.of(response(.ok, nil)) == .final)
+        // RFC 9449 §9: a nonce refusal is retried only with a nonce to try, and only for DPoP.
+        let nonce = response(.unauthorized, #"DPoP error="use_dpop_nonce", algs="ES256""#, nonce: "n-2")
+        #expect(ResourceAnswer.of(nonce) == .nonceRequired("n-2"))
+        #expect(ResourceAnswer.of(response(.unauthorized, #"DPoP error="use_dpop_nonce""#)) == .final)
+        #expect(
+            ResourceAnswer.of(response(.unauthorized, #"Bearer error="use_dpop_nonce""#, nonce: "n")) == .final)
+        // A token endpoint's refusal (RFC 9449 §8) is in its body.
+        let body = Data(#"{"error":"use_dpop_nonce"}"#.utf8)
+        #expect(ResourceAnswer.of(response(.badRequest, nil, nonce: "n-3"), body: body) == .nonceRequired("n-3"))
+        #expect(ResourceAnswer.of(response(.badRequest, nil, nonce: "n-3"), body: Data("{}".utf8)) == .final)
+        #expect(ResourceAnswer.of(response(.badRequest, nil), body: body) == .final)
     }
 }

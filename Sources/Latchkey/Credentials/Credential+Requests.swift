@@ -83,7 +83,7 @@ extension Credential {
         let answer = try await withNonceRetriesUnderLease { () async throws(ProviderError) in
             try await first.send(request, transmit)
         }
-        guard AuthenticationChallenge.rejectsToken(answer.response) else { return answer }
+        guard ResourceAnswer.of(answer.response) == .tokenRejected else { return answer }
         store.logger.debug("a resource server rejected the access token; refreshing", metadata: ["credential": "\(id)"])
         try await reject(accessToken: first.accessToken)
         let second = try await presented(resource: resource, scopes: scopes, minimumValidity: 60)

@@ -215,18 +215,10 @@ struct DPoPSigning: Sendable {
         return (answer, Self.asksForNonce(answer))
     }
 
-    /// Whether `answer` refuses a proof for want of a (new) nonce: a token endpoint's 400
-    /// `use_dpop_nonce`, or a resource's 401 whose DPoP challenge says so.
+    /// Whether `answer` refuses a proof for want of a (new) nonce (``ResourceAnswer``): a token
+    /// endpoint's 400 `use_dpop_nonce`, or a resource's 401 whose DPoP challenge says so.
     static func asksForNonce(_ answer: HTTPTransportResponse) -> Bool {
-        switch answer.response.status.code {
-        case 400:
-            return ProviderWire.object(answer.body)?["error"]?.stringValue == OAuthErrorCode.useDPoPNonce.rawValue
-        case 401:
-            return AuthenticationChallenge.parse(answer.response.headerFields[values: .wwwAuthenticate])
-                .contains { $0.scheme == "dpop" && $0.error == .useDPoPNonce }
-        default:
-            return false
-        }
+        if case .nonceRequired = ResourceAnswer.of(answer.response, body: answer.body) { true } else { false }
     }
 }
 

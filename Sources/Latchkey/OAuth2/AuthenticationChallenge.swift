@@ -1,5 +1,3 @@
-package import HTTPTypes
-
 /// One challenge of a `WWW-Authenticate` header (RFC 9110 §11.6.1, §11.2): its scheme and its
 /// parameters. The one parser of those headers in Latchkey: a provider's refusal and a resource
 /// server's answer are read the same way.
@@ -49,16 +47,6 @@ package struct AuthenticationChallenge: Sendable, Hashable {
 
     /// The OAuth error a challenge carries (RFC 6750 §3), if any.
     package var error: OAuthErrorCode? { parameters["error"].map(OAuthErrorCode.init(rawValue:)) }
-
-    /// Whether `response` says the access token it was sent with is not valid (expired, revoked):
-    /// a 401 whose Bearer or DPoP challenge says `invalid_token`, or carries no error at all (a
-    /// token was sent, and it was not taken). A refresh may help; any other answer is final.
-    package static func rejectsToken(_ response: HTTPResponse) -> Bool {
-        guard response.status == .unauthorized else { return false }
-        let challenges = parse(response.headerFields[values: .wwwAuthenticate])
-            .filter { $0.scheme == "bearer" || $0.scheme == "dpop" }
-        return challenges.isEmpty || challenges.contains { $0.error == nil || $0.error == .invalidToken }
-    }
 
     /// A byte scanner over a header value.
     private struct Scanner {

@@ -49,13 +49,15 @@ struct MCPProxyCommand: AsyncParsableCommand {
     func run() async throws {
         guard let endpoint = URL(string: url) else { throw CLIError.input("Not a URL: \(url)") }
         let resource = URL(string: self.resource ?? url) ?? endpoint
-        if account == nil, try await global.location.providers().isEmpty {
+        // The store's account, or an agent's: the proxy is the same over either.
+        let source = global.accountSource(account)
+        if account == nil, try await !source.hasProviders() {
             try await ApiCommand.sayWhereToSignIn(for: endpoint)
         }
-        let context = try await global.account(account)
         // The MCP authorization specification: a token goes only to a server whose own
         // authorization server issued it.
-        try await ResourceGate.require(resource, basis: context.session.trustBasis(of: context.stored))
+        try await ResourceGate.require(resource, source: source, asked: resource.absoluteString)
+        let sender = try await source.requestSender()
         let configuration = MCPProxy.Configuration(
             endpoint: endpoint, resource: resource, scopes: scope.map { $0.split(separator: " ").map(String.init) },
             requestTimeout: .seconds(timeout), explain: { Self.explain($0, resource: resource) },
@@ -69,7 +71,7 @@ struct MCPProxyCommand: AsyncParsableCommand {
         do {
             try await MCPStandardIO.serve { deliver in
                 MCPProxy(
-                    configuration: configuration, credential: context.credential, transport: transport,
+                    configuration: configuration, sender: sender, transport: transport,
                     logger: Home.logger ?? Logger(label: "latchkey", factory: { _ in SwiftLogNoOpLogHandler() }),
                     deliver: deliver)
             }

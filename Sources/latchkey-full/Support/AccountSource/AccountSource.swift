@@ -14,11 +14,9 @@ protocol AccountSource: Sendable {
     /// A token of the account, as `latchkey token` describes it.
     func token(_ asked: TokenAsk) async throws -> TokenDescription
 
-    /// `request` sent with the account's token (and DPoP proof): once more after the server
-    /// refused the token (a new one replaces it) or asked for a new DPoP nonce.
-    func send(
-        _ request: HTTPRequest, body: Data?, resource: String?, scopes: [String]?, through transport: any HTTPTransport
-    ) async throws -> HTTPTransportResponse
+    /// What sends requests with the account's tokens: its ``Credential`` on the store's
+    /// machine, ``AgentRequestSender`` through an agent. `api` and `mcp-proxy` send through it.
+    func requestSender() async throws -> any AuthorizedRequestSender
 
     /// The `Authorization` header (and for a bound token the `DPoP` proof) for one request.
     func authorization(for request: HTTPRequest, _ asked: TokenAsk, nonce: String?) async throws -> Authorization
@@ -44,6 +42,29 @@ protocol AccountSource: Sendable {
 
     /// git's `erase`: the host's account marks `request.password` rejected.
     func gitErase(_ request: GitCredentialRequest, named: String?) async throws
+}
+
+extension AccountSource {
+    /// `request` sent with the account's token (and DPoP proof), by ``requestSender()``: once
+    /// more after the server refused the token (a new one replaces it) or asked for a new DPoP
+    /// nonce.
+    func send(
+        _ request: HTTPRequest, body: Data?, resource: String?, scopes: [String]?, through transport: any HTTPTransport
+    ) async throws -> HTTPTransportResponse {
+        let sender = try await requestSender()
+        do {
+            return try await sender.send(
+                request, body: body, resource: resource.flatMap(URL.init(string:)), scopes: scopes, through: transport,
+                options: HTTPTransportOptions())
+        } catch {
+            // An agent's refusal, as the agent said it.
+            if let refusal = error.underlying as? CLIError { throw refusal }
+            if error.code == .transport || error.code == .timedOut {
+                throw CLIError(status: .unreachable, description: "The request was not answered: \(error)")
+            }
+            throw CLIError.provider(error, doing: "The request failed")
+        }
+    }
 }
 
 /// What a token is asked for: the ID token or an access token (the account's own, or one for a

@@ -30,42 +30,8 @@ struct AgentAccountSource: AccountSource {
             account: answer.account ?? account ?? "")
     }
 
-    func send(
-        _ request: HTTPRequest, body: Data?, resource: String?, scopes: [String]?, through transport: any HTTPTransport
-    ) async throws -> HTTPTransportResponse {
-        var nonce: String?
-        var answer: HTTPTransportResponse?
-        for attempt in 0..<2 {
-            let authorization = try await authorization(
-                for: request, TokenAsk(resource: resource, scopes: scopes), nonce: nonce)
-            var authorized = request
-            authorized.headerFields[.authorization] = authorization.authorization
-            if let proof = authorization.proof, let name = HTTPField.Name("DPoP") {
-                authorized.headerFields[name] = proof
-            }
-            let sent: HTTPTransportResponse
-            do {
-                sent = try await transport.send(authorized, body: body, options: HTTPTransportOptions())
-            } catch {
-                throw CLIError(status: .unreachable, description: "The request was not answered: \(error)")
-            }
-            answer = sent
-            guard attempt == 0, sent.response.status == .unauthorized else { break }
-            let challenges = AuthenticationChallenge.parse(sent.response.headerFields[values: .wwwAuthenticate])
-            if let name = HTTPField.Name("DPoP-Nonce"), let given = sent.response.headerFields[name], given != nonce,
-                challenges.contains(where: { $0.error == .useDPoPNonce })
-            {
-                nonce = given
-                continue
-            }
-            guard AuthenticationChallenge.rejectsToken(sent.response),
-                let refused = authorization.authorization.split(separator: " ", maxSplits: 1).last
-            else { break }
-            _ = try await RemoteAgent.ask(
-                AgentRequest(.reject, account: account, accessToken: String(refused)), at: path)
-        }
-        guard let answer else { throw CLIError.failed("The request was not sent.") }
-        return answer
+    func requestSender() async throws -> any AuthorizedRequestSender {
+        AgentRequestSender(path: path, account: account)
     }
 
     func authorization(for request: HTTPRequest, _ asked: TokenAsk, nonce: String?) async throws -> Authorization {

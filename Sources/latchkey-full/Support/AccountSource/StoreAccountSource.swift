@@ -93,18 +93,8 @@ struct StoreAccountSource: AccountSource {
             key: asked.key, account: context.stored.metadata.displayName ?? context.stored.id.rawValue)
     }
 
-    func send(
-        _ request: HTTPRequest, body: Data?, resource: String?, scopes: [String]?, through transport: any HTTPTransport
-    ) async throws -> HTTPTransportResponse {
-        let credential = try await account().credential
-        do {
-            return try await credential.send(
-                request, body: body, resource: resource.flatMap(URL.init(string:)), scopes: scopes, through: transport)
-        } catch  where error.code == .transport || error.code == .timedOut {
-            throw CLIError(status: .unreachable, description: "The request was not answered: \(error)")
-        } catch {
-            throw CLIError.provider(error, doing: "The request failed")
-        }
+    func requestSender() async throws -> any AuthorizedRequestSender {
+        try await account().credential
     }
 
     func authorization(for request: HTTPRequest, _ asked: TokenAsk, nonce: String?) async throws -> Authorization {
