@@ -31,7 +31,7 @@ public struct AgentClient: Sendable {
                 .connect(unixDomainSocketPath: path) { channel in
                     channel.eventLoop.makeCompletedFuture {
                         try channel.pipeline.syncOperations.addHandler(
-                            ByteToMessageHandler(AgentLineDecoder(limit: 4 << 20)))
+                            ByteToMessageHandler(AgentLineDecoder(limit: 4 << 20, time: .minutes(10))))
                         return try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
                     }
                 }

@@ -14,8 +14,11 @@ import NIOPosix
 ///
 /// It holds at most ``Limits/connections`` connections (one more is answered
 /// ``AgentAnswer/Failure/busy`` and closed), reads lines of at most ``Limits/lineLength`` bytes,
-/// and closes a connection idle for ``Limits/idleTime``: a flood of connections costs it a
-/// bounded amount of memory. A peer that goes away mid-request loses its answer, nothing else.
+/// closes a connection idle for ``Limits/idleTime`` or whose request line takes longer than
+/// ``Limits/lineTime`` to arrive (a slow writer), and answers ``Limits/budget``'s requests at
+/// most, the rest ``AgentAnswer/Failure/busy``: a flood of connections costs it a bounded amount
+/// of memory, and no peer can hold every connection. A peer that goes away mid-request loses its
+/// answer, nothing else.
 public final class AgentServer: Sendable {
     /// How much one socket takes at once.
     public struct Limits: Sendable, Hashable {
@@ -25,13 +28,25 @@ public final class AgentServer: Sendable {
         public var lineLength: Int
         /// How long a connection may send nothing.
         public var idleTime: Duration
+        /// How long a request line may take to arrive, from its first byte.
+        public var lineTime: Duration
+        /// The requests the socket answers over time; every one when `nil`.
+        public var budget: RequestBudget?
 
         /// Creates limits; the defaults suit one user's tools.
-        public init(connections: Int = 64, lineLength: Int = 16_384, idleTime: Duration = .seconds(30)) {
+        public init(
+            connections: Int = 64, lineLength: Int = 16_384, idleTime: Duration = .seconds(30),
+            lineTime: Duration = .seconds(10), budget: RequestBudget? = nil
+        ) {
             self.connections = connections
             self.lineLength = lineLength
             self.idleTime = idleTime
+            self.lineTime = lineTime
+            self.budget = budget
         }
+
+        /// A forwarded socket's: 20 requests a second, 100 at once.
+        public static let forwarded = Limits(budget: RequestBudget(perSecond: 20, burst: 100))
     }
 
     /// Where the socket is.
@@ -44,6 +59,7 @@ public final class AgentServer: Sendable {
     private let limits: Limits
     private let logger: Logger
     private let open = NIOLockedValueBox(0)
+    private let budget: NIOLockedValueBox<RequestBudget?>
 
     /// One accepted connection, with its peer's user id.
     struct Connection: Sendable {
@@ -62,6 +78,7 @@ public final class AgentServer: Sendable {
         let previous = umask(0o177)
         defer { umask(previous) }
         let lineLength = limits.lineLength
+        let lineTime = TimeAmount.nanoseconds(Self.nanoseconds(limits.lineTime))
         let idle = TimeAmount.nanoseconds(Int64(limits.idleTime.components.seconds) * 1_000_000_000)
         // One loop for the socket and every connection: the tasks that answer run on it too.
         let loop = MultiThreadedEventLoopGroup.singleton.next()
@@ -71,7 +88,7 @@ public final class AgentServer: Sendable {
                 Self.peerUserID(of: child).flatMapThrowing { uid in
                     try child.pipeline.syncOperations.addHandlers(
                         IdleStateHandler(readTimeout: idle), CloseWhenIdle(),
-                        ByteToMessageHandler(AgentLineDecoder(limit: lineLength)))
+                        ByteToMessageHandler(AgentLineDecoder(limit: lineLength, time: lineTime)))
                     return Connection(
                         channel: try NIOAsyncChannel(wrappingChannelSynchronously: child), peerUserID: uid)
                 }
@@ -94,7 +111,21 @@ public final class AgentServer: Sendable {
         self.record = record
         self.limits = limits
         self.logger = logger
+        self.budget = NIOLockedValueBox(limits.budget)
     }
+
+    private static func nanoseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+
+    /// Whether the socket's budget answers one more request now.
+    private func admitted() -> Bool {
+        let now = ContinuousClock.now - Self.started
+        return budget.withLockedValue { budget in budget == nil || budget!.admit(at: now) }
+    }
+
+    private static let started = ContinuousClock.now
 
     /// Serves until the socket is closed (``close()``, or a `stop` request).
     public func run() async throws {
@@ -161,6 +192,12 @@ public final class AgentServer: Sendable {
     private func respond(to line: ByteBuffer, from peer: UInt32?) async -> (AgentAnswer, Bool) {
         guard let asked = AgentCoding.request(from: line) else {
             return (.failed(.invalid, "The request is not one the agent reads."), false)
+        }
+        guard admitted() else {
+            let most = Int(limits.budget?.perSecond ?? 0)
+            return (
+                .failed(.busy, "This socket answers \(most) requests a second at most: try again in a moment."), false
+            )
         }
         if let named = asked.store, let own = backend.storeName, named != own {
             return (.failed(.refused, "This agent keeps another store than \(named)."), false)

@@ -154,6 +154,9 @@ enum PostgresSchema {
             ON CONFLICT (name) DO NOTHING
             """,
         ],
+        // When each setting was last written, in order: DPoP nonces beyond the limit go oldest
+        // first (`DPoPNonceLimit`).
+        ["ALTER TABLE latchkey_setting ADD COLUMN written bigserial"],
     ]
 
     static var currentVersion: Int { migrations.count }

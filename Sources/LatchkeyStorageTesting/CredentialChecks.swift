@@ -119,6 +119,19 @@ enum CredentialChecks {
         #expect(try await nonces.dpopNonce(for: "client@https://b.example https://b.example") == "m1")
         #expect(try await storage.all().isEmpty)
         #expect(try await storage.defaultCredentialID() == nil)
+        // Servers a remote names cannot grow the store: beyond the limit, the server recorded
+        // longest ago is forgotten, and writing one again makes it the newest.
+        let limit = DPoPNonceLimit.servers
+        for index in 0..<limit { try await nonces.setDPoPNonce("x\(index)", for: "https://\(index).example") }
+        try await nonces.setDPoPNonce("n3", for: "https://a.example")
+        try await nonces.setDPoPNonce("y", for: "https://one-more.example")
+        #expect(try await nonces.dpopNonce(for: "client@https://b.example https://b.example") == nil)
+        #expect(try await nonces.dpopNonce(for: "https://0.example") == nil)
+        #expect(try await nonces.dpopNonce(for: "https://1.example") == nil)
+        #expect(try await nonces.dpopNonce(for: "https://2.example") == "x2")
+        #expect(try await nonces.dpopNonce(for: "https://a.example") == "n3")
+        #expect(try await nonces.dpopNonce(for: "https://one-more.example") == "y")
+        #expect(try await nonces.dpopNonce(for: "https://\(limit - 1).example") == "x\(limit - 1)")
     }
 
     /// A storage that keeps what providers publish keeps each document under its key, with the

@@ -233,6 +233,30 @@ struct CLIAgentTests: DevProviderCLITest {
         }
     }
 
+    @Test("a forwarded socket answers 100 requests at once, then 20 a second, and closes a slow writer's connection")
+    func forwardedBounds() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        try await withDevices { _, a, _ in
+            #expect(try await login(a, "alice").status == 0)
+            let agent = try await Agent.start(on: a, ["--forward"], socket: folder.file("forward.sock"))
+            let (python, script) = Scripts.python("agent/bounds.py")
+            let run = try await ChildProcess.run(
+                python, script + [agent.socket, "1000"], environment: CLI.environment(), input: "")
+            #expect(run.status == 0, "\(run.stderr)")
+            let report = try #require(
+                try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], "\(run.stdout)")
+            let answered = report["answered"] as? Int ?? 0
+            // The burst and what the rate refilled meanwhile; the rest told to wait.
+            #expect(answered >= 100 && answered < 1_000, "\(report)")
+            #expect(report["busy"] as? Int == 1_000 - answered, "\(report)")
+            #expect(report["slowClosed"] as? Bool == true, "\(report)")
+            #expect(try await Agent.ask(through: agent.socket, ["token"]).status == 0, "answered again")
+            agent.process.send(signal: SIGTERM)
+            _ = try await agent.process.finish()
+        }
+    }
+
     @Test("--confirm on a terminal: a yes lets one use through, a no refuses the next; the agent ends with its socket")
     func confirmedOnTerminal() async throws {
         let folder = try TemporaryFolder()

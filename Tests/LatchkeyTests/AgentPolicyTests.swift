@@ -82,3 +82,23 @@ extension AgentPolicy.Decision {
         return false
     }
 }
+
+@Suite("RequestBudget")
+struct RequestBudgetTests {
+    @Test("a burst is answered at once, then the rate; a quiet while refills it, never past the burst")
+    func bucket() {
+        var budget = RequestBudget(perSecond: 10, burst: 5)
+        /// How many of `count` requests at `now` are answered.
+        func answered(_ count: Int, at now: Duration) -> Int {
+            (0..<count).filter { _ in budget.admit(at: now) }.count
+        }
+        let start = Duration.seconds(100)
+        #expect(answered(6, at: start) == 5, "the burst, then nothing")
+        #expect(answered(1, at: start + .milliseconds(50)) == 0, "half a request refilled")
+        #expect(answered(2, at: start + .milliseconds(100)) == 1)
+        // An hour's quiet refills the burst, not an hour of requests.
+        #expect(answered(10, at: start + .seconds(3_600)) == 5)
+        // A clock read out of order refills nothing.
+        #expect(answered(1, at: start) == 0)
+    }
+}

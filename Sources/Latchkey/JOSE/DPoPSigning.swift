@@ -33,7 +33,7 @@ package final class DPoPNonces: Sendable {
         let key = self.key(for: url)
         // nil: never looked; "": looked, and the server gave none.
         let known = nonces.withLockedValue { nonces in
-            defer { if nonces[key] == nil { nonces[key] = "" } }
+            defer { if nonces[key] == nil { Self.remember("", for: key, in: &nonces) } }
             return nonces[key]
         }
         if known != "", let storage = shared,
@@ -57,7 +57,7 @@ package final class DPoPNonces: Sendable {
     package func record(_ nonce: String, for url: URL) async {
         let key = self.key(for: url)
         let changed = nonces.withLockedValue { nonces in
-            defer { nonces[key] = nonce }
+            defer { Self.remember(nonce, for: key, in: &nonces) }
             return nonces[key] != nonce
         }
         guard !nonce.isEmpty else { return }
@@ -83,8 +83,15 @@ package final class DPoPNonces: Sendable {
     package func noteRotation(for url: URL, now: Date) async {
         let key = self.key(for: url) + Self.rotationSuffix
         let value = String(now.timeIntervalSince1970)
-        nonces.withLockedValue { $0[key] = value }
+        nonces.withLockedValue { Self.remember(value, for: key, in: &$0) }
         if let storage = shared { try? await storage.setDPoPNonce(value, for: key) }
+    }
+
+    /// Keeps `value` under `key` in this process's copy, which holds no more than twice the
+    /// servers a storage keeps (``DPoPNonceLimit``): past that it starts again from the storage.
+    private static func remember(_ value: String, for key: String, in nonces: inout [String: String]) {
+        if nonces[key] == nil, nonces.count >= 2 * DPoPNonceLimit.servers { nonces.removeAll() }
+        nonces[key] = value
     }
 
     /// How long a server seen rotating its nonce on use is treated so.

@@ -13,6 +13,8 @@ public actor InMemoryCredentialStorage: CredentialStorage, OutboxStorage, DPoPNo
     /// The credentials whose lease is held, with the tasks waiting for each, in order.
     private var leases: [CredentialID: [LeaseWaiter]] = [:]
     private var dpopNonces: [String: String] = [:]
+    /// The servers of ``dpopNonces``, the one recorded longest ago first.
+    private var dpopNonceOrder: [String] = []
     private var providerDocuments: [String: ProviderDocument] = [:]
     /// Web sessions by handle, pending sign-ins, and the logout tokens seen (see
     /// `InMemoryCredentialStorage+WebSessions.swift`).
@@ -30,7 +32,12 @@ public actor InMemoryCredentialStorage: CredentialStorage, OutboxStorage, DPoPNo
 
     public func dpopNonce(for server: String) throws(StorageError) -> String? { dpopNonces[server] }
 
-    public func setDPoPNonce(_ nonce: String, for server: String) throws(StorageError) { dpopNonces[server] = nonce }
+    public func setDPoPNonce(_ nonce: String, for server: String) throws(StorageError) {
+        dpopNonces[server] = nonce
+        dpopNonceOrder.removeAll { $0 == server }
+        dpopNonceOrder.append(server)
+        while dpopNonceOrder.count > DPoPNonceLimit.servers { dpopNonces[dpopNonceOrder.removeFirst()] = nil }
+    }
 
     public func providerDocument(for key: String) throws(StorageError) -> ProviderDocument? { providerDocuments[key] }
 

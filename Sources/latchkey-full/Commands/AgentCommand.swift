@@ -81,6 +81,7 @@ struct AgentCommand: AsyncParsableCommand {
         do {
             server = try await AgentServer.listen(
                 at: path, policy: policy, backend: StoreAgentBackend(session: session),
+                limits: forward ? .forwarded : AgentServer.Limits(),
                 logger: Home.logger ?? Logger(label: "latchkey", factory: { _ in SwiftLogNoOpLogHandler() }),
                 confirm: { use in await TerminalConfirmation.shared.ask(use) }, record: { log.write($0, socket: path) })
         } catch {
