@@ -18,6 +18,11 @@ struct AuthenticationChallengeTests {
         #expect(challenges[2].parameters["token68"] == "abc+/==")
         #expect(AuthenticationChallenge.parse("Bearer error=invalid_token").first?.error == .invalidToken)
         #expect(AuthenticationChallenge.parse("").isEmpty)
+        // token68 is the access tokens' own syntax: tchar's other marks are not in it.
+        for text in ["abc#def", "a*b", "a|b", "a'b", "a%b", "a^b", "a`b", "a$b", "a&b", "a!b"] {
+            #expect(AuthenticationChallenge.parse("Basic \(text)").first?.parameters["token68"] == nil, "\(text)")
+        }
+        #expect(AuthenticationChallenge.parse("Basic a-b._~+/9==").first?.parameters["token68"] == "a-b._~+/9==")
         #expect(AuthenticationChallenge.parse(#"Bearer error="unterminated"#).first?.error?.rawValue == "unterminated")
     }
 

@@ -81,12 +81,10 @@ package struct AuthenticationChallenge: Sendable, Hashable {
             return position > start ? String(decoding: bytes[start..<position], as: UTF8.self) : nil
         }
 
-        /// RFC 9110 §11.2 `token68`: letters, digits and `-._~+/`, then `=` padding.
+        /// RFC 9110 §11.2 `token68` (``Token68``): letters, digits and `-._~+/`, then `=` padding.
         mutating func token68() -> String? {
             let start = position
-            skip { byte in
-                Self.isTokenCharacter(byte) && byte != UInt8(ascii: "!") || byte == UInt8(ascii: "/")
-            }
+            skip(Token68.isCharacter)
             guard position > start else { return nil }
             skip { $0 == UInt8(ascii: "=") }
             return String(decoding: bytes[start..<position], as: UTF8.self)

@@ -101,22 +101,7 @@ extension TokenResponse {
     /// *"="`. A token with a space, a control character (CR, LF, ESC, NUL) or any other byte
     /// would be handed on into headers, environment variables and terminals, so a provider's
     /// answer holding one is refused.
-    static func isB64Token(_ token: String) -> Bool {
-        var bytes = token.utf8[...]
-        while bytes.last == UInt8(ascii: "=") { bytes = bytes.dropLast() }
-        guard !bytes.isEmpty else { return false }
-        return bytes.allSatisfy { byte in
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"):
-                true
-            case UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "+"),
-                UInt8(ascii: "/"):
-                true
-            default: false
-            }
-        }
-    }
+    static func isB64Token(_ token: String) -> Bool { Token68.matches(token) }
 }
 
 extension TokenResponse: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
