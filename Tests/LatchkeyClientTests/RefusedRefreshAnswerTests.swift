@@ -86,6 +86,7 @@ struct RefusedRefreshAnswerTests {
             #expect(refused?.description.contains("b64token") == true, "\(refused.map { "\($0)" } ?? "")")
             #expect(refused?.description.contains("Injected") == false)
             #expect(try await harness.store.all().isEmpty)
+            #expect(await dev.liveGrants(of: "alice") == 0, "the refused answer's grant was revoked, not left alive")
 
             let credential = try await harness.provider.signIn(
                 .password(username: "alice", password: "alice-password"), into: harness.store)

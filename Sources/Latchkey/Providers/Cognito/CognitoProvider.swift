@@ -154,7 +154,13 @@ public actor CognitoProvider: IdentityProvider {
         guard TokenResponse.isB64Token(accessToken) else {
             let reason =
                 "Cognito's answer was refused: its AccessToken holds characters a token may not hold (RFC 6750)."
-            guard previous != nil else { throw ProviderError(.invalidResponse, endpoint: .token, reason: reason) }
+            guard previous != nil else {
+                // A sign-in's grant that will not be kept is revoked, not left alive.
+                await discard(
+                    refused: ["refresh_token": result["RefreshToken"] ?? .null, "access_token": .string(accessToken)],
+                    logger: logger)
+                throw ProviderError(.invalidResponse, endpoint: .token, reason: reason)
+            }
             throw RotatedRefreshToken.refusal(
                 .invalidResponse, reason: reason, fields: ["refresh_token": result["RefreshToken"] ?? .null],
                 underlying: nil)

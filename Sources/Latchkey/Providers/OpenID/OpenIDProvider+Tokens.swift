@@ -46,6 +46,8 @@ extension OpenIDProvider {
             response = try TokenResponse(fields: fields)
         } catch {
             guard previous != nil else {
+                // A sign-in's grant that will not be kept is revoked, not left alive.
+                await discard(refused: fields, logger: logger)
                 throw ProviderError(
                     .invalidResponse, endpoint: .token, reason: "The token response is not valid: \(error)",
                     underlying: error)
