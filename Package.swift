@@ -69,7 +69,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
-        .package(url: "https://github.com/apple/swift-async-algorithms.git", from: "1.1.0"),
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.7.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
@@ -93,11 +92,7 @@ let package = Package(
         // re-exports it.
         .target(
             name: "LatchkeyRecords",
-            dependencies: [
-                crypto, serviceLifecycle,
-                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-                systemPackage,
-            ],
+            dependencies: [crypto, systemPackage],
             swiftSettings: strictSettings
         ),
         .target(
@@ -108,11 +103,9 @@ let package = Package(
                     name: "HTTPTypesFoundation", package: "swift-http-types",
                     condition: .when(platforms: [.macOS, .iOS, .tvOS, .watchOS, .visionOS])),
                 jwtKit, serviceLifecycle,
-                .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
-                // Key files: owner, mode and no links, as ssh trusts its own.
-                systemPackage, lock,
+                lock,
             ],
             swiftSettings: strictSettings
         ),
@@ -362,9 +355,8 @@ let package = Package(
             name: "LatchkeyPostgresTests",
             dependencies: [
                 "Latchkey", "LatchkeyPostgres", "LatchkeyStorageTesting", "LatchkeyTestSupport", "LatchkeyDevProvider",
-                "LatchkeyHummingbird", jwtKit,
                 asyncHTTPClient, nioCore, nioHTTP1,
-                "LatchkeyHTTP", "LatchkeySQLite",
+                "LatchkeyHTTP",
                 postgresNIO, serviceLifecycle, crypto, logging, lock,
             ],
             swiftSettings: strictSettings

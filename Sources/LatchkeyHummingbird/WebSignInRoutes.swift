@@ -107,11 +107,11 @@ public struct WebSignInRoutes<Context: LatchkeyRequestContext>: Sendable {
         if let origin = request.headers[.origin], origin != Self.origin(of: sessions.redirectURI) {
             return Self.page("Sign-out refused", "The request came from another site.", status: .forbidden)
         }
-        let fields = try await FormBody.fields(of: request)
+        let form = try await FormBody.of(request)
         guard let cookie = request.cookies[cookies.session]?.value, !cookie.isEmpty else {
             return Response.redirect(to: sessions.postLogoutRedirectURI?.absoluteString ?? "/", type: .normal)
         }
-        guard sessions.isValidCSRFToken(fields["csrf_token"], cookie: cookie) else {
+        guard sessions.isValidCSRFToken(form.csrfToken, cookie: cookie) else {
             return Self.page(
                 "Sign-out refused", "The form is stale; reload the page and try again.", status: .forbidden)
         }
@@ -132,8 +132,7 @@ public struct WebSignInRoutes<Context: LatchkeyRequestContext>: Sendable {
     }
 
     func backChannelLogout(_ request: Request) async throws -> Response {
-        let fields = try await FormBody.fields(of: request)
-        guard let token = fields["logout_token"], !token.isEmpty else {
+        guard let token = try await FormBody.of(request).logoutToken, !token.isEmpty else {
             return Self.logoutAnswer(.badRequest, "invalid_request", "The logout_token parameter is missing.")
         }
         do {

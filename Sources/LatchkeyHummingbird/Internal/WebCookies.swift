@@ -29,24 +29,25 @@ struct WebCookies: Sendable {
     }
 }
 
-/// An `application/x-www-form-urlencoded` body (the logout POSTs).
-enum FormBody {
+/// An `application/x-www-form-urlencoded` body (the logout POSTs), read by Hummingbird's
+/// `URLEncodedFormDecoder`. A body it cannot read has no fields: the route says what is missing.
+struct FormBody: Decodable {
     static let limit = 64 * 1024
 
-    static func fields(of request: Request) async throws -> [String: String] {
-        let body = try await request.body.collect(upTo: limit)
-        return parse(String(buffer: body))
+    /// The back-channel logout's `logout_token`.
+    var logoutToken: String?
+    /// The sign-out form's `csrf_token`.
+    var csrfToken: String?
+
+    enum CodingKeys: String, CodingKey {
+        case logoutToken = "logout_token"
+        case csrfToken = "csrf_token"
     }
 
-    static func parse(_ text: String) -> [String: String] {
-        var fields: [String: String] = [:]
-        for pair in text.split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1).map {
-                String($0).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? ""
-            }
-            guard let name = parts.first, !name.isEmpty else { continue }
-            fields[name] = parts.count > 1 ? parts[1] : ""
-        }
-        return fields
+    init() {}
+
+    static func of(_ request: Request) async throws -> FormBody {
+        let body = try await request.body.collect(upTo: limit)
+        return (try? URLEncodedFormDecoder().decode(FormBody.self, from: String(buffer: body))) ?? FormBody()
     }
 }
