@@ -190,7 +190,16 @@ public final class AgentServer: Sendable {
 
     /// The answer to one line, and whether the agent is to stop.
     private func respond(to line: ByteBuffer, from peer: UInt32?) async -> (AgentAnswer, Bool) {
-        guard let asked = AgentCoding.request(from: line) else {
+        let read = AgentCoding.versionedRequest(from: line)
+        if let version = read?.version, version > AgentWire.version {
+            return (
+                .failed(
+                    .invalid,
+                    "The request speaks the agent's wire version \(version); this agent speaks \(AgentWire.version). Restart the agent from the build its clients come from."
+                ), false
+            )
+        }
+        guard let asked = read?.request else {
             return (.failed(.invalid, "The request is not one the agent reads."), false)
         }
         guard admitted() else {

@@ -156,7 +156,7 @@ enum PostgresSchema {
         ],
         // When each setting was last written, in order: DPoP nonces beyond the limit go oldest
         // first (`DPoPNonceLimit`).
-        ["ALTER TABLE latchkey_setting ADD COLUMN written bigserial"],
+        ["ALTER TABLE latchkey_setting ADD COLUMN IF NOT EXISTS written bigserial"],
     ]
 
     static var currentVersion: Int { migrations.count }

@@ -251,6 +251,10 @@ struct CLIAgentTests: DevProviderCLITest {
             #expect(answered >= 100 && answered < 1_000, "\(report)")
             #expect(report["busy"] as? Int == 1_000 - answered, "\(report)")
             #expect(report["slowClosed"] as? Bool == true, "\(report)")
+            // A client of a later wire version is told so, not answered as if it were this one's.
+            let newer = report["newer"] as? [String: Any]
+            #expect(newer?["failure"] as? String == "invalid", "\(report)")
+            #expect((newer?["message"] as? String)?.contains("wire version 2") == true, "\(report)")
             #expect(try await Agent.ask(through: agent.socket, ["token"]).status == 0, "answered again")
             agent.process.send(signal: SIGTERM)
             _ = try await agent.process.finish()

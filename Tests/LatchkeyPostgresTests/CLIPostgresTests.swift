@@ -100,11 +100,11 @@ struct CLIPostgresTests {
         #expect(unreachable.stderr.contains("could not be opened"), "\(unreachable.stderr)")
 
         try await PostgresServer.withClient(url) { client in
-            try await client.query("UPDATE latchkey_schema SET version = 8")
+            try await client.query("UPDATE latchkey_schema SET version = 9")
         }
         let newer = try await instance.run(["accounts"], environment: ["LATCHKEY_KEY_FILE": key.path])
         #expect(newer.status == 1)
-        #expect(newer.stderr.contains("schema version 8"), "\(newer.stderr)")
+        #expect(newer.stderr.contains("schema version 9"), "\(newer.stderr)")
 
         let rotate = try await instance.run(["key", "rotate"], environment: ["LATCHKEY_KEY_FILE": key.path])
         #expect(rotate.status == 2)

@@ -98,7 +98,7 @@ struct FleetTests {
             return answer
         }
         #expect(rows == 1)
-        #expect(version == 7)  // the current schema version (PostgresSchema.migrations.count)
+        #expect(version == 8)  // the current schema version (PostgresSchema.migrations.count)
     }
 
     @Test(

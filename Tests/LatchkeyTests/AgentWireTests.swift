@@ -81,6 +81,39 @@ struct AgentWireTests {
         #expect(AgentWire.answer(from: Array(escaped.utf8))?.token == "🔑/\u{08}\u{0C}\u{00}")
     }
 
+    @Test("the lines, byte for byte, each with its wire version: a change to the wire changes these")
+    func golden() throws {
+        func text(_ bytes: [UInt8]) -> String { String(decoding: bytes, as: UTF8.self) }
+        #expect(text(AgentWire.line(AgentRequest(.token))) == #"{"operation":"token","wire":1}"# + "\n")
+        let authorize = AgentRequest(
+            .authorize, account: "alice", resource: "https://api.example/", scopes: ["a", "b"], minimumValidity: 60,
+            method: "GET", url: "https://api.example/x", nonce: "n-1")
+        #expect(
+            text(AgentWire.line(authorize))
+                == #"{"account":"alice","method":"GET","minimumValidity":60,"nonce":"n-1","operation":"authorize","resource":"https://api.example/","scopes":["a","b"],"url":"https://api.example/x","wire":1}"#
+                + "\n")
+        #expect(
+            text(AgentWire.line(AgentAnswer.failed(.busy, "Wait.")))
+                == #"{"failure":"busy","message":"Wait.","wire":1}"# + "\n")
+        var token = AgentAnswer(
+            account: "alice", token: "t", tokenType: "Bearer", expiresAt: Date(timeIntervalSince1970: 1_795_713_532.5))
+        token.issuer = "https://id.example"
+        token.resources = ["https://api.example/"]
+        #expect(
+            text(AgentWire.line(token))
+                == #"{"account":"alice","expiresAt":1795713532.5,"issuer":"https://id.example","resources":["https://api.example/"],"token":"t","tokenType":"Bearer","wire":1}"#
+                + "\n")
+        // A line without a version is version 1, as earlier builds wrote them; a later one is
+        // read for its version even when its request is not one this version knows.
+        let earlier = try #require(AgentWire.versionedRequest(from: Array(#"{"operation":"token"}"#.utf8)))
+        #expect(earlier.version == 1 && earlier.request == AgentRequest(.token))
+        let later = try #require(AgentWire.versionedRequest(from: Array(#"{"operation":"fly","wire":2}"#.utf8)))
+        #expect(later.version == 2 && later.request == nil)
+        for line in [#"{"wire":"2"}"#, #"{"wire":0}"#, #"{"wire":1.5}"#, #"{"wire":1e300}"#, "[]"] {
+            #expect(AgentWire.versionedRequest(from: Array(line.utf8)) == nil, "\(line)")
+        }
+    }
+
     @Test("what is not an answer is refused, and nothing traps")
     func refused() {
         let deep = String(repeating: "[", count: 10_000) + String(repeating: "]", count: 10_000)

@@ -6,7 +6,8 @@
 Sends REQUESTS token requests at once on one connection and counts the answers by kind; then
 opens a connection that writes half a request, a byte at a time, slower than the agent takes,
 and tells whether the agent closed it. Prints one JSON object:
-{"answered", "busy", "other", "slowClosed", "slowSeconds"}.
+{"answered", "busy", "other", "slowClosed", "slowSeconds", "newer"}; `newer` is the agent's
+answer to a request of a wire version after its own.
 """
 import json
 import socket
@@ -60,6 +61,13 @@ def main():
             break
     report["slowClosed"] = closed
     report["slowSeconds"] = round(time.monotonic() - started)
+
+    newer = socket.socket(socket.AF_UNIX)
+    newer.connect(path)
+    newer.sendall(b'{"operation":"token","wire":2}\n')
+    newer.settimeout(30)
+    report["newer"] = json.loads(newer.makefile("rb").readline())
+    newer.close()
     print(json.dumps(report))
 
 

@@ -77,8 +77,8 @@ public struct ProviderError: Error, Sendable, CustomStringConvertible {
     public var reason: String
     /// The error that caused this one.
     public var underlying: (any Error & Sendable)?
-    /// Set by a provider whose own protocol says whether a retry can help (Cognito's throttling
-    /// answers 400); otherwise the status and the OAuth error decide.
+    /// Set by a provider whose own protocol says whether a retry can help (a throttling answer
+    /// with status 400, say); otherwise the status and the OAuth error decide.
     var retryableByProvider: Bool?
     /// Set by a provider whose own protocol says the token sent was not valid.
     var tokenRejectedByProvider = false
@@ -135,11 +135,7 @@ public struct ProviderError: Error, Sendable, CustomStringConvertible {
         if let status { parts.append("status: \(status)") }
         if let oauthError { parts.append("error: \(oauthError)") }
         if let errorDescription { parts.append("description: \(errorDescription)") }
-        if let underlying = underlying as? IDTokenError { parts.append("cause: \(underlying)") }
-        if let underlying = underlying as? TransportError { parts.append("cause: \(underlying)") }
-        if let underlying = underlying as? StorageError { parts.append("cause: \(underlying)") }
-        if let underlying = underlying as? CognitoError { parts.append("cause: \(underlying)") }
-        if let underlying = underlying as? PingError { parts.append("cause: \(underlying)") }
+        if let underlying = underlying as? any ShownCause { parts.append("cause: \(underlying)") }
         return parts.joined(separator: "; ")
     }
 
@@ -153,3 +149,12 @@ public struct ProviderError: Error, Sendable, CustomStringConvertible {
         ProviderError(.storage, reason: "The credential store failed.", underlying: error)
     }
 }
+
+/// An error whose text a ``ProviderError``'s description shows as its cause: one whose text
+/// never holds a token or a secret. Any other underlying error is kept, never shown. The
+/// providers' own errors conform where they are defined, so that this type names none of them.
+package protocol ShownCause: Error, CustomStringConvertible {}
+
+extension TokenRejection: ShownCause {}
+extension TransportError: ShownCause {}
+extension StorageError: ShownCause {}

@@ -7,7 +7,9 @@ enum AgentCoding {
 
     static func encode(_ answer: AgentAnswer) -> ByteBuffer { ByteBuffer(bytes: AgentWire.line(answer)) }
 
-    static func request(from line: ByteBuffer) -> AgentRequest? { AgentWire.request(from: line.readableBytesView) }
+    static func versionedRequest(from line: ByteBuffer) -> (version: Int, request: AgentRequest?)? {
+        AgentWire.versionedRequest(from: line.readableBytesView)
+    }
 
     static func answer(from line: ByteBuffer) -> AgentAnswer? { AgentWire.answer(from: line.readableBytesView) }
 }

@@ -13,9 +13,16 @@
 /// holds these lines against the `Codable` forms, which agents and clients of earlier versions
 /// write and read.
 package enum AgentWire {
+    /// The version of the wire this build speaks, sent as `wire` on every line: a new version
+    /// changes what a field means, not only which fields there are (fields a side does not
+    /// know are passed over). A line without it is version 1, as every earlier build wrote.
+    package static let version = 1
+
     /// `request` as one line, its newline included.
     package static func line(_ request: AgentRequest) -> [UInt8] {
-        var fields: [String: JSONValue] = ["operation": .string(request.operation.rawValue)]
+        var fields: [String: JSONValue] = [
+            "operation": .string(request.operation.rawValue), "wire": .number(Double(version)),
+        ]
         fields["account"] = request.account.map(JSONValue.string)
         fields["resource"] = request.resource.map(JSONValue.string)
         fields["scopes"] = request.scopes.map { .array($0.map(JSONValue.string)) }
@@ -30,7 +37,7 @@ package enum AgentWire {
 
     /// `answer` as one line, its newline included.
     package static func line(_ answer: AgentAnswer) -> [UInt8] {
-        var fields: [String: JSONValue] = [:]
+        var fields: [String: JSONValue] = ["wire": .number(Double(version))]
         fields["failure"] = answer.failure.map { .string($0.rawValue) }
         fields["message"] = answer.message.map(JSONValue.string)
         fields["account"] = answer.account.map(JSONValue.string)
@@ -50,9 +57,23 @@ package enum AgentWire {
         Array((JSONText.text(.object(fields)) + "\n").utf8)
     }
 
+    /// The wire version a line (without its newline) says it speaks — 1 when it says none —
+    /// and the request it holds, `nil` when it holds none this version reads (see ``Fields``);
+    /// `nil` for a line that is not a JSON object, or gives its version in another form.
+    package static func versionedRequest(from line: some Collection<UInt8>) -> (version: Int, request: AgentRequest?)? {
+        guard let fields = Fields(line), let version = fields.number("wire") else { return nil }
+        let number = version ?? 1
+        guard number >= 1, number <= 1e6, number == number.rounded() else { return nil }
+        return (Int(number), request(from: fields))
+    }
+
     /// The request a line (without its newline) holds, or `nil` (see ``Fields``).
     package static func request(from line: some Collection<UInt8>) -> AgentRequest? {
-        guard let fields = Fields(line), let operation = fields.string("operation").flatMap({ $0 }),
+        Fields(line).flatMap(request(from:))
+    }
+
+    private static func request(from fields: Fields) -> AgentRequest? {
+        guard let operation = fields.string("operation").flatMap({ $0 }),
             let operation = AgentRequest.Operation(rawValue: operation)
         else { return nil }
         var request = AgentRequest(operation)

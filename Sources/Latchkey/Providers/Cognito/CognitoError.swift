@@ -46,3 +46,5 @@ public struct CognitoError: Error, Sendable, Hashable, CustomStringConvertible {
         "Cognito refused \(operation): \(kind)\(message.map { " (\($0))" } ?? "")"
     }
 }
+
+extension CognitoError: ShownCause {}

@@ -20,3 +20,5 @@ public struct PingError: Error, Sendable, Hashable, CustomStringConvertible {
         "AM answered \(code)\(reason.map { " \($0)" } ?? "")\(message.map { ": \($0)" } ?? "")"
     }
 }
+
+extension PingError: ShownCause {}
