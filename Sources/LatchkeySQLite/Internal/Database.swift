@@ -90,10 +90,12 @@ extension SQLiteCredentialStorage {
         let check = try Data.fetchOne(db, sql: "SELECT value FROM setting WHERE name = 'key_check'")
         let known = keys.withLockedValue { $0 }
         if check == known.check { return known.sealer }
-        // A key rotation committed: the new key is in the key file, or still in KEY.next when
-        // the rotating process has not put it in place yet.
+        // A key rotation committed: the new key is still in KEY.next when the rotating process
+        // has not put it in place yet, else in the key file. KEY.next is read first: read the
+        // other way round, the key file could be read just before the rename (the old key) and
+        // KEY.next just after it (gone), and the new key found in neither.
         if let check, let keyPath {
-            for candidate in [keyPath, keyPath + ".next"] {
+            for candidate in [keyPath + ".next", keyPath] {
                 guard let key = try? KeyFiles.readKeyFile(at: candidate) else { continue }
                 let sealer = Sealer(key: key)
                 if sealer.open(check, context: Sealer.keyCheckContext) == Sealer.keyCheckPlaintext {
