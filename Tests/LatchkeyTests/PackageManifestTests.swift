@@ -37,13 +37,12 @@ struct PackageManifestTests {
     @Test("every dependency a target declares is imported by one of its files")
     func noUnusedDependency() async throws {
         let swift = URL(fileURLWithPath: "/usr/bin/env")
+        // A scratch folder of its own: the suite's own build folder is SwiftPM's while it runs.
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-manifest-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: scratch) }
         let dumped = try await ChildProcess.run(
             swift,
-            [
-                "swift", "package", "--package-path", Self.root.path, "--scratch-path",
-                FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-manifest-\(getpid())").path,
-                "dump-package",
-            ])
+            ["swift", "package", "--package-path", Self.root.path, "--scratch-path", scratch.path, "dump-package"])
         try #require(dumped.status == 0, "\(dumped.stderr)")
         let manifest = try #require(
             try JSONSerialization.jsonObject(with: Data(dumped.stdout.utf8)) as? [String: Any])
