@@ -78,8 +78,8 @@ public final class AgentServer: Sendable {
         let previous = umask(0o177)
         defer { umask(previous) }
         let lineLength = limits.lineLength
-        let lineTime = TimeAmount.nanoseconds(Self.nanoseconds(limits.lineTime))
-        let idle = TimeAmount.nanoseconds(Int64(limits.idleTime.components.seconds) * 1_000_000_000)
+        let lineTime = TimeAmount(limits.lineTime)
+        let idle = TimeAmount(limits.idleTime)
         // One loop for the socket and every connection: the tasks that answer run on it too.
         let loop = MultiThreadedEventLoopGroup.singleton.next()
         let channel = try await ServerBootstrap(group: loop)
@@ -114,15 +114,10 @@ public final class AgentServer: Sendable {
         self.budget = NIOLockedValueBox(limits.budget)
     }
 
-    private static func nanoseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
-    }
-
     /// Whether the socket's budget answers one more request now.
     private func admitted() -> Bool {
         let now = ContinuousClock.now - Self.started
-        return budget.withLockedValue { budget in budget == nil || budget!.admit(at: now) }
+        return budget.withLockedValue { budget in budget?.admit(at: now) ?? true }
     }
 
     private static let started = ContinuousClock.now

@@ -241,9 +241,9 @@ extension HTTPField.Name {
 /// sent again: a server that rotates its nonce at every use (Glewlwyd's `oauth-dpop-nonce-counter`
 /// 1) has one nonce for all of a client's processes, and processes that start together spend
 /// each other's.
-enum NonceRetries {
+package enum NonceRetries {
     /// Retries after the first refusal, at most.
-    static let maximum = 3
+    package static let maximum = 3
 
     /// A random pause before retry `retry` (the first goes at once; the second after up to 10 ms,
     /// the third up to 20 ms), so that processes refused together do not come back together.

@@ -190,17 +190,6 @@ extension IdentityProvider {
         }
     }
 
-    /// Revokes the tokens a refused sign-in answer carried (`fields`, the answer as it came: its
-    /// `refresh_token`, else its `access_token`), as ``discard(_:logger:)`` does a token's.
-    func discard(refused fields: [String: JSONValue], logger: Logger) async {
-        let refreshToken = fields["refresh_token"]?.stringValue
-        let accessToken = fields["access_token"]?.stringValue
-        guard refreshToken != nil || accessToken != nil else { return }
-        await discard(
-            Token(accessToken: accessToken, refreshToken: refreshToken, issuedAt: Date(), provider: identity),
-            logger: logger)
-    }
-
     /// Revokes the tokens of a sign-in that will not be kept (its ID token was rejected, say), so
     /// that the grant the provider just issued does not stay alive with nothing holding it: the
     /// refresh token, or without one the access token. A failure is logged, not thrown: the

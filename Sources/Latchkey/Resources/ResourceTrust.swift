@@ -4,9 +4,9 @@ public import Foundation
 /// authorization specification's rule that a client never gives a server a token that server's
 /// own authorization server did not issue, as a pure value. A resource is trusted with an
 /// issuer's tokens when its protected resource metadata (RFC 9728) lists that issuer among its
-/// `authorization_servers`, when the user paired the two on purpose (a provider added for
-/// the resource, or a sign-in for it), or when it lies at the issuer's own origin. Anything else — no metadata, metadata naming other servers — is refused
-/// before any token is asked for.
+/// `authorization_servers`, when the user paired the two on purpose (a provider added for the
+/// resource, or a sign-in for it), or when it lies at the issuer's own origin. Anything else —
+/// no metadata, metadata naming other servers — is refused before any token is asked for.
 public enum ResourceTrust: Sendable, Hashable {
     /// The resource's metadata names the issuer.
     case namedByMetadata

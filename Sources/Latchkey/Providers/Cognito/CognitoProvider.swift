@@ -156,9 +156,10 @@ public actor CognitoProvider: IdentityProvider {
                 "Cognito's answer was refused: its AccessToken holds characters a token may not hold (RFC 6750)."
             guard previous != nil else {
                 // A sign-in's grant that will not be kept is revoked, not left alive.
-                await discard(
-                    refused: ["refresh_token": result["RefreshToken"] ?? .null, "access_token": .string(accessToken)],
-                    logger: logger)
+                let refused = Token(
+                    accessToken: accessToken, refreshToken: result["RefreshToken"]?.stringValue, issuedAt: now(),
+                    provider: identity)
+                await discard(refused, logger: logger)
                 throw ProviderError(.invalidResponse, endpoint: .token, reason: reason)
             }
             throw RotatedRefreshToken.refusal(

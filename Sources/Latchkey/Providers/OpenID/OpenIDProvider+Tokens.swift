@@ -47,7 +47,10 @@ extension OpenIDProvider {
         } catch {
             guard previous != nil else {
                 // A sign-in's grant that will not be kept is revoked, not left alive.
-                await discard(refused: fields, logger: logger)
+                let refused = Token(
+                    accessToken: fields["access_token"]?.stringValue,
+                    refreshToken: fields["refresh_token"]?.stringValue, issuedAt: now(), provider: identity)
+                await discard(refused, logger: logger)
                 throw ProviderError(
                     .invalidResponse, endpoint: .token, reason: "The token response is not valid: \(error)",
                     underlying: error)

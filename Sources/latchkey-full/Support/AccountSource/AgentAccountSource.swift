@@ -31,7 +31,7 @@ struct AgentAccountSource: AccountSource {
     }
 
     func requestSender() async throws -> any AuthorizedRequestSender {
-        AgentRequestSender(path: path, account: account)
+        AgentRequestSender(source: self)
     }
 
     func authorization(for request: HTTPRequest, _ asked: TokenAsk, nonce: String?) async throws -> Authorization {

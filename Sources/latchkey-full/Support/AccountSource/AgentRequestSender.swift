@@ -10,11 +10,8 @@ import LatchkeyCommandLine
 /// a ``Credential`` on the store's machine. A refusal of the agent's comes as a
 /// ``ProviderError`` whose `underlying` is the command line's error.
 struct AgentRequestSender: AuthorizedRequestSender {
-    let path: String
-    let account: String?
-
-    /// The nonces tried after a proof is refused for want of one: a few, never a loop.
-    static let nonceRetries = 3
+    /// The agent's account, whose `authorization` gives each request's headers.
+    let source: AgentAccountSource
 
     func send(
         _ request: HTTPRequest, body: Data?, resource: URL?, scopes: [String]?, through transport: any HTTPTransport,
@@ -35,11 +32,17 @@ struct AgentRequestSender: AuthorizedRequestSender {
                     underlying: error)
             }
             switch ResourceAnswer.of(answer.response, body: answer.body) {
-            case .nonceRequired(let given) where given != nonce && nonces < Self.nonceRetries:
+            case .nonceRequired(let given) where given != nonce && nonces < NonceRetries.maximum:
                 (nonce, nonces) = (given, nonces + 1)
             case .tokenRejected where !rejected:
                 rejected = true
-                try await ask(AgentRequest(.reject, account: account, accessToken: authorized.accessToken))
+                do {
+                    _ = try await RemoteAgent.ask(
+                        AgentRequest(.reject, account: source.account, accessToken: authorized.accessToken),
+                        at: source.path)
+                } catch {
+                    throw Self.wrapped(error)
+                }
             default:
                 return answer
             }
@@ -53,26 +56,17 @@ struct AgentRequestSender: AuthorizedRequestSender {
     private func authorized(_ request: HTTPRequest, resource: URL?, scopes: [String]?, nonce: String?)
         async throws(ProviderError) -> (request: HTTPRequest, accessToken: String)
     {
-        guard let url = request.url else { throw ProviderError(.invalidArgument, reason: "The request has no URL.") }
-        let answer = try await ask(
-            AgentRequest(
-                .authorize, account: account, resource: resource?.absoluteString, scopes: scopes,
-                method: request.method.rawValue, url: url.absoluteString, nonce: nonce))
-        var authorized = request
-        let value = answer.authorization ?? ""
-        authorized.headerFields[.authorization] = value
-        if let proof = answer.proof, let name = HTTPField.Name("DPoP") { authorized.headerFields[name] = proof }
-        return (authorized, value.split(separator: " ", maxSplits: 1).last.map(String.init) ?? "")
-    }
-
-    /// The agent's answer; its refusal as a ``ProviderError`` carrying the command line's error.
-    @discardableResult
-    private func ask(_ request: AgentRequest) async throws(ProviderError) -> AgentAnswer {
+        let given: Authorization
         do {
-            return try await RemoteAgent.ask(request, at: path)
+            given = try await source.authorization(
+                for: request, TokenAsk(resource: resource?.absoluteString, scopes: scopes), nonce: nonce)
         } catch {
             throw Self.wrapped(error)
         }
+        var authorized = request
+        authorized.headerFields[.authorization] = given.authorization
+        if let proof = given.proof, let name = HTTPField.Name("DPoP") { authorized.headerFields[name] = proof }
+        return (authorized, given.authorization.split(separator: " ", maxSplits: 1).last.map(String.init) ?? "")
     }
 
     /// `error` as a ``ProviderError`` of the kind its exit status says, carrying it.

@@ -2,16 +2,20 @@ import Foundation
 import HTTPTypes
 import Latchkey
 import LatchkeyCommandLine
+import NIOConcurrencyHelpers
 
 /// The accounts of this machine's store: every token comes from the account's ``Credential``,
 /// through the credential transaction (refreshed once for every caller and process). A
 /// command's source opens the home at its first question (a command that ends before it asks
-/// one, or asks only whether providers are configured, opens nothing); `latchkey agent`'s
+/// one, or asks only whether providers are configured, opens nothing) and keeps it for the
+/// questions after (`api` asks whose tokens a URL takes, then sends); `latchkey agent`'s
 /// answers through the session it holds open.
 struct StoreAccountSource: AccountSource {
     let home: Home
     /// The session already open (the agent's); `nil` for a command's, opened when first asked.
     var opened: Session?
+    /// A command's session, once its first question opened it.
+    private let kept = NIOLockedValueBox<Session?>(nil)
     /// The account as the command named it (`LATCHKEY_ACCOUNT` and the default are the
     /// session's to apply).
     let reference: String?
@@ -39,8 +43,10 @@ struct StoreAccountSource: AccountSource {
     }
 
     func session() async throws -> Session {
-        if let opened { return opened }
-        return try await home.openStore()
+        if let opened = opened ?? kept.withLockedValue({ $0 }) { return opened }
+        let session = try await home.openStore()
+        kept.withLockedValue { $0 = session }
+        return session
     }
 
     /// The account, its handle, and its session; what is due in the outbox sent first when
