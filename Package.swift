@@ -202,7 +202,7 @@ let package = Package(
         .target(
             name: "LatchkeyCommandLine",
             dependencies: [
-                "LatchkeyRecords", systemPackage,
+                "LatchkeyRecords", "LatchkeyBuildIdentity", systemPackage,
             ],
             swiftSettings: strictSettings
         ),
@@ -225,7 +225,12 @@ let package = Package(
         ),
         // Builds `latchkey-full` whenever `latchkey` is built (see Plugins/BuildFullToolFirst).
         .plugin(name: "BuildFullToolFirst", capability: .buildTool(), dependencies: ["latchkey-full-built"]),
-        .executableTarget(name: "latchkey-full-built", swiftSettings: strictSettings),
+        .executableTarget(
+            name: "latchkey-full-built", dependencies: ["LatchkeyBuildIdentity"], swiftSettings: strictSettings),
+        // A program file's build identity (ELF build ID, Mach-O UUID): what the two halves of
+        // the tool compare at a handover. No dependencies: the plugin's tool, built for the
+        // host, links it.
+        .target(name: "LatchkeyBuildIdentity", swiftSettings: strictSettings),
         // Every command of the tool (swift-argument-parser).
         .executableTarget(
             name: "latchkey-full",
@@ -334,8 +339,9 @@ let package = Package(
             name: "LatchkeyCLITests",
             dependencies: [
                 "LatchkeyDevProvider", "LatchkeyTestSupport",
-                // The quick path's grammar, checked against the full tool's parser.
-                "LatchkeyCommandLine", asyncHTTPClient,
+                // The quick path's grammar, checked against the full tool's parser; the build
+                // identity both halves compare.
+                "LatchkeyCommandLine", "LatchkeyBuildIdentity", asyncHTTPClient,
                 // A passphrase-sealed key file as an earlier version wrote it.
                 crypto,
                 .product(name: "_CryptoExtras", package: "swift-crypto"),

@@ -8,7 +8,8 @@ import PackagePlugin
 /// It runs one build command whose input is the `latchkey-full` executable: the build system
 /// builds that first, like any input another command produces, in the same configuration and
 /// build folder (the destination build, not a second copy for the host). Its output is a
-/// source of `latchkey` naming the executable it hands over to. The tool is a few lines of its
+/// source of `latchkey` naming the executable it hands over to and the build identity (the
+/// linker's build ID) that executable carries, which it checks at every handover. The tool is a few lines of its
 /// own (`latchkey-full-built`), so the only thing built for the host is that.
 ///
 /// When not cross-compiling, plugin tools live in the folder the products do, which is how
@@ -24,7 +25,7 @@ struct BuildFullToolFirst: BuildToolPlugin {
         return [
             .buildCommand(
                 displayName: "Building latchkey-full before latchkey", executable: writer.url,
-                arguments: [output.path], inputFiles: [fullTool], outputFiles: [output])
+                arguments: [output.path, fullTool.path], inputFiles: [fullTool], outputFiles: [output])
         ]
     }
 }

@@ -52,10 +52,17 @@ func globalOptionsLast(_ arguments: [String]) -> [String] {
 enum Main {
     static func main() async {
         ProcessHardening.disableCoreDumps()
-        // Started by `latchkey`: only by one of this very version.
-        let handedOver = ProcessInfo.processInfo.environment[HandoverCheck.variable]
+        // Started by `latchkey`: only by one of this very build.
+        let environment = ProcessInfo.processInfo.environment
+        let (handedOver, handedOverBuild) = (
+            environment[HandoverCheck.variable], environment[HandoverCheck.buildVariable]
+        )
         unsetenv(HandoverCheck.variable)
-        if let mismatch = HandoverCheck.mismatch(quick: handedOver) {
+        unsetenv(HandoverCheck.buildVariable)
+        if let mismatch = HandoverCheck.mismatch(
+            quick: handedOver, quickBuild: handedOverBuild,
+            fullBuild: handedOverBuild == nil ? nil : HandoverCheck.runningBuild())
+        {
             Output.error(mismatch)
             exit(ExitStatus.failed.rawValue)
         }

@@ -10,11 +10,13 @@ enum Handover {
 
     /// Runs `latchkey-full` with `arguments` in this process. `input`, what was read of standard
     /// input already, is what the full tool reads on its standard input instead. The full tool
-    /// is told this one's version (`LATCHKEY_HANDOVER_VERSION`), and refuses to run for another.
+    /// is told this one's version (`LATCHKEY_HANDOVER_VERSION`) and the build identity of the full
+    /// tool this one was built with (`LATCHKEY_HANDOVER_BUILD`), and refuses to run for another.
     static func run(_ arguments: [String], input: [UInt8]?) -> Never {
         let path = fullToolPath()
         if let input { refeed(input) }
         setenv(HandoverCheck.variable, LatchkeyVersion.current, 1)
+        if let build = FullTool.buildIdentity { setenv(HandoverCheck.buildVariable, build, 1) }
         let argv = arguments.map { strdup($0) } + [nil]
         execv(path, argv)
         let reason = String(cString: strerror(errno))

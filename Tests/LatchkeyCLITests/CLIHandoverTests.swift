@@ -1,10 +1,11 @@
 import Foundation
+import LatchkeyBuildIdentity
 import LatchkeyCommandLine
 import LatchkeyTestSupport
 import Testing
 
 /// The two halves of the tool stay one tool: the quick path parses what the full tool's parser
-/// parses, and the full tool runs only for a `latchkey` of its own version.
+/// parses, and the full tool runs only for a `latchkey` of its own version and build.
 @Suite("latchkey and latchkey-full agree")
 struct CLIHandoverTests {
     /// One argument of a command, as swift-argument-parser describes it.
@@ -68,5 +69,40 @@ struct CLIHandoverTests {
         // Handed over by latchkey itself, the same command runs.
         let handedOver = try await ChildProcess.run(Executables.latchkey, ["--home", home.path, "accounts"], input: "")
         #expect(handedOver.status == 0, "\(handedOver.stderr)")
+    }
+
+    @Test(
+        "latchkey refuses to hand over to a latchkey-full of another build of the same version, naming both builds"
+    )
+    func buildMismatch() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        let home = folder.file("home")
+        let quick = URL(fileURLWithPath: folder.file("latchkey"))
+        let full = URL(fileURLWithPath: folder.file("latchkey-full"))
+        try FileManager.default.copyItem(at: Executables.latchkey, to: quick)
+        var program = try [UInt8](Data(contentsOf: Executables.url("latchkey-full")))
+        let built = try #require(BuildIdentity.of(programAt: Executables.url("latchkey-full").path))
+        // The two copied as built hand over.
+        try Data(program).write(to: full)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: full.path)
+        let matching = try await ChildProcess.run(quick, ["--home", home, "accounts"], input: "")
+        #expect(matching.status == 0, "\(matching.stderr)")
+        // Another build of the same version: the same program with another build ID.
+        let at = try #require(
+            (0...(program.count - built.bytes.count)).first {
+                program[$0..<$0 + built.bytes.count].elementsEqual(built.bytes)
+            })
+        program[at] ^= 0xFF
+        try Data(program).write(to: full)
+        let other = try #require(BuildIdentity.of(programAt: full.path))
+        #expect(other != built)
+        let refused = try await ChildProcess.run(quick, ["--home", home, "accounts"], input: "")
+        #expect(refused.status == ExitStatus.failed.rawValue)
+        #expect(refused.stderr.contains("\(built)") && refused.stderr.contains("\(other)"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("--product latchkey-full"))
+        // The full tool started by itself runs.
+        let direct = try await ChildProcess.run(full, ["--home", home, "accounts"], input: "")
+        #expect(direct.status == 0, "\(direct.stderr)")
     }
 }
