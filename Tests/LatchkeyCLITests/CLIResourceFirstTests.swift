@@ -88,6 +88,35 @@ struct CLIResourceFirstTests {
         await dev.stop()
     }
 
+    @Test(
+        "login --resource URL --device with nothing configured: a client registered for the device grant, the code approved, no port bound"
+    )
+    func deviceFromURL() async throws {
+        var configuration = DevProviderConfiguration.default
+        configuration.protectedResources = [.init(path: "/mcp", scopes: ["files:read"])]
+        configuration.devicePollingInterval = 1
+        let dev = try await DevProvider.start(configuration: configuration, signingKeys: SharedSigningKeys.get())
+        let device = try Device()
+        defer { device.cleanUp() }
+        let resource = dev.issuer.appendingPathComponent("mcp")
+
+        let login = try await CLI.start([
+            "--home", device.path, "login", "--resource", resource.absoluteString, "--device",
+        ])
+        let prompt = try await login.standardError { $0.contains("\n(or open") }
+        let words = try #require(
+            prompt.range(of: "Enter the code ").map { prompt[$0.upperBound...].split(separator: " ") })
+        try await CLILoginTests.approve(try #require(words.first.map(String.init)), at: dev)
+        let finished = try await login.finish()
+        #expect(finished.status == 0, "\(finished.stderr)")
+        let providers = try await device.run("provider", "list", "--json")
+        let entry = try #require(providers.array.first)
+        #expect((entry["clientId"] as? String)?.hasPrefix("reg-") == true, "a registered client")
+        let token = try await device.run("token", "--resource", resource.absoluteString)
+        #expect(token.status == 0, "\(token.stderr)")
+        await dev.stop()
+    }
+
     @Test("a URL client id at a provider that fetches no metadata documents is refused before anything is added")
     func clientIDMetadataDocumentUnsupported() async throws {
         var configuration = DevProviderConfiguration.default

@@ -108,7 +108,7 @@ struct ApiCommand: AsyncParsableCommand {
             challenge.isInsufficientScope
         else { return nil }
         let missing = challenge.scopes.filter { !granted.contains($0) }
-        return missing.isEmpty ? nil : granted + missing
+        return missing.isEmpty ? nil : ResourceSignInPlan.stepUp(granted: granted, asked: challenge.scopes)
     }
 
     /// Shows `answer`; a status other than 2xx fails the command, saying why.
@@ -149,10 +149,8 @@ struct ApiCommand: AsyncParsableCommand {
     /// browser, saying so on standard error (standard output is the answer's).
     private func signIn(for target: URL, scopes: [String]? = nil) async throws {
         let resource = try await Self.discovered(target).metadata.resource.absoluteString
-        var login = try await Login.asyncParse(
-            ["--resource", resource, "--browser"] + (scopes.map { ["--scope", $0.joined(separator: " ")] } ?? []))
-        login.global = global
-        Output.note(try await login.signIn().sentence)
+        let signIn = AccountSignIn(global: global, browser: true, scopes: scopes, resources: [resource])
+        Output.note(try await signIn.signIn().sentence)
     }
 
     private func show(_ answer: HTTPTransportResponse) {

@@ -58,11 +58,13 @@ struct MCPProxyCommand: AsyncParsableCommand {
         // authorization server issued it.
         try await ResourceGate.require(resource, source: source, asked: resource.absoluteString)
         let sender = try await source.requestSender()
+        // A step-up sign-in keeps what the grant allows (read now; unknown through an agent).
+        let granted = try await source.grantedScopes() ?? ["openid", "offline_access"]
         let configuration = MCPProxy.Configuration(
             endpoint: endpoint, resource: resource, scopes: scope.map { $0.split(separator: " ").map(String.init) },
-            requestTimeout: .seconds(timeout), explain: { Self.explain($0, resource: resource) },
-            remedy: { Self.remedy($0, resource: resource) },
-            report: { Output.error(Self.explain($0, resource: resource)) })
+            requestTimeout: .seconds(timeout), explain: { Self.explain($0, resource: resource, granted: granted) },
+            remedy: { Self.remedy($0, resource: resource, granted: granted) },
+            report: { Output.error(Self.explain($0, resource: resource, granted: granted)) })
         // Connections are kept idle for less than the 5 s after which uvicorn (the Python SDK's
         // server) and Node.js close theirs: a message sent on one the server is closing would
         // fail. The transport is shut down however serving ends.
@@ -85,9 +87,9 @@ struct MCPProxyCommand: AsyncParsableCommand {
     }
 
     /// What a failure tells the user, in the JSON-RPC error and on standard error: what happened
-    /// and the command that mends it (``remedy(_:resource:)``), each word quoted for a shell.
-    static func explain(_ failure: MCPProxyFailure, resource: URL) -> String {
-        let command = remedy(failure, resource: resource).map(ShellCommand.init)
+    /// and the command that mends it (``remedy(_:resource:granted:)``), each word quoted for a shell.
+    static func explain(_ failure: MCPProxyFailure, resource: URL, granted: [String]) -> String {
+        let command = remedy(failure, resource: resource, granted: granted).map(ShellCommand.init)
         switch failure.code {
         case .insufficientScope:
             return "\(failure) Sign in for it: `\(command.map(String.init(describing:)) ?? "")`."
@@ -103,11 +105,18 @@ struct MCPProxyCommand: AsyncParsableCommand {
 
     /// The argument vector of the sign-in that mends `failure`, when one does: a server's
     /// `scope` is one argument, never code.
-    static func remedy(_ failure: MCPProxyFailure, resource: URL) -> [String]? {
+    /// A missing scope is signed in for with those `granted` (the step-up union).
+    static func remedy(_ failure: MCPProxyFailure, resource: URL, granted: [String]) -> [String]? {
         let login = ["latchkey", "login", "--resource", resource.absoluteString]
         switch failure.code {
         case .insufficientScope:
-            return login + (failure.scope.map { ["--scope", "openid offline_access \($0)"] } ?? [])
+            return login
+                + (failure.scope.map {
+                    let asked = $0.split(separator: " ").map(String.init)
+                    return [
+                        "--scope", ResourceSignInPlan.stepUp(granted: granted, asked: asked).joined(separator: " "),
+                    ]
+                } ?? [])
         case .tokenRefused, .signedOut:
             return login
         case .credential where failure.providerError?.requiresSignIn == true:

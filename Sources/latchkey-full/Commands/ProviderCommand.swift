@@ -164,8 +164,9 @@ struct ProviderCommand: AsyncParsableCommand {
             var authMethod = self.authMethod
             var registered: RegisteredClient?
             if registration.register {
-                let client = try await registration.register(
-                    issuer: issuer ?? "", redirectURI: redirectURI, scope: scope, passwordGrant: allowPasswordGrant)
+                let client = try await registration.request.register(
+                    issuer: issuer ?? "", redirectURI: redirectURI, scope: scope,
+                    grantTypes: ClientRegistration.grantTypes(passwordGrant: allowPasswordGrant))
                 (clientID, secret, registered) = (client.clientID, client.clientSecret, client)
                 authMethod = AuthMethod(registered: client)
             }

@@ -48,43 +48,10 @@ struct RegistrationOptions: ParsableArguments {
         }
     }
 
-    /// Registers the client at `issuer` and returns it, or says why the provider would not.
-    func register(issuer: String, redirectURI: String?, scope: String?, passwordGrant: Bool) async throws
-        -> RegisteredClient
-    {
-        guard let issuerURL = URL(string: issuer) else { throw CLIError.input("--issuer must be a URL.") }
-        let token = initialAccessTokenStdin ? try readSecretFromStandardInput("initial access token") : nil
-        let redirect = URL(string: redirectURI ?? "") ?? PingJourneyConfiguration.defaultRedirectURI
-        // The provider shows the name to whoever administers it: nothing of this machine unless asked.
-        let request = ClientRegistrationRequest(
-            clientName: clientName ?? "latchkey", redirectURIs: [redirect],
-            grantTypes: ["authorization_code", "refresh_token"] + (passwordGrant ? ["password"] : []),
-            scopes: scope.map { $0.split(separator: " ").map(String.init) },
-            authenticationMethod: confidential ? "client_secret_basic" : "none")
-        let client: RegisteredClient
-        do {
-            client = try await OpenIDProvider.register(
-                request, issuer: issuerURL, initialAccessToken: token, transport: AsyncHTTPClientTransport.shared)
-        } catch  where error.code == .missingEndpoint && error.endpoint == .registration {
-            throw CLIError.input(
-                "\(issuer) does not offer client registration (its metadata has no registration_endpoint): register a client there and pass --client-id."
-            )
-        } catch {
-            throw CLIError.provider(error, doing: "Registering a client")
-        }
-        guard confidential, client.clientSecret == nil || client.authenticationMethod == "none" else { return client }
-        // Asked for a confidential client, the provider made a public one: it is not what was
-        // asked for, so it is deleted again where the provider lets us, and nothing is added.
-        let deleted: String
-        do {
-            try await OpenIDProvider.unregister(client, transport: AsyncHTTPClientTransport.shared)
-            deleted = "it was deleted again"
-        } catch {
-            deleted = "it could not be deleted (\(error.reason)): delete the client \(client.clientID) at the provider"
-        }
-        throw CLIError.failed(
-            "\(issuer) registered a public client (no client secret) although --confidential asked for one; \(deleted). No provider was added: register without --confidential, or configure the provider to issue secrets."
-        )
+    /// The registration these options ask for.
+    var request: ClientRegistration {
+        ClientRegistration(
+            clientName: clientName, confidential: confidential, initialAccessTokenStdin: initialAccessTokenStdin)
     }
 
     /// Deletes the client `entry` registered (RFC 7592 §2.3) with its sealed registration

@@ -77,6 +77,25 @@ public struct ProviderMetadata: Sendable, Hashable {
         fields["client_id_metadata_document_supported"] == .bool(true)
     }
 
+    /// The scopes the provider says it offers (`scopes_supported`); empty when it lists none.
+    public var scopesSupported: [String] { strings("scopes_supported") }
+
+    /// The PKCE methods the provider takes (`code_challenge_methods_supported`, RFC 8414 §2);
+    /// empty when it lists none.
+    public var codeChallengeMethodsSupported: [String] { strings("code_challenge_methods_supported") }
+
+    /// Whether the provider is an OpenID provider, which issues ID tokens for the `openid` scope:
+    /// its metadata lists ID token algorithms (required of OpenID Connect Discovery, unknown to
+    /// RFC 8414) or offers `openid`.
+    public var isOpenIDProvider: Bool {
+        fields["id_token_signing_alg_values_supported"] != nil || scopesSupported.contains("openid")
+    }
+
+    private func strings(_ key: String) -> [String] {
+        guard case .array(let values) = fields[key] else { return [] }
+        return values.compactMap(\.stringValue)
+    }
+
     /// The DPoP proof algorithms the provider takes (RFC 9449 §5.1); empty when it lists none.
     public var dpopSigningAlgorithms: [String] {
         guard case .array(let values) = fields["dpop_signing_alg_values_supported"] else { return [] }

@@ -1,12 +1,12 @@
-import ArgumentParser
 import Foundation
 import Latchkey
 import LatchkeyCommandLine
 import LatchkeyHTTP
 
 /// `latchkey login --resource URL` with no provider configured: the provider is found from the
-/// resource itself (RFC 9728) and a client is registered there (RFC 7591).
-extension Login {
+/// resource itself (RFC 9728), and the library's ``ResourceSignInPlan`` decides the client, its
+/// grant types and the scopes from what the resource and its server say.
+extension AccountSignIn {
     /// What a resource-first sign-in found: the provider entry it added and the scopes the
     /// resource asks for.
     struct ResourceFirst {
@@ -14,8 +14,12 @@ extension Login {
         var scopes: [String]
     }
 
-    /// Discovers `resource`'s authorization server, registers a public client there and adds
-    /// it as a provider named after the server's host; says what it did on standard error.
+    /// The method of this sign-in, for the plan.
+    var planMethod: ResourceSignInPlan.Method { browser ? .browser : device ? .device : .password }
+
+    /// Discovers `resource`'s authorization server, plans the sign-in there, registers a public
+    /// client when the plan says so and adds it as a provider named after the server's host; says
+    /// what it did on standard error.
     func addProvider(discoveredFrom resource: String, home: Home) async throws -> ResourceFirst {
         guard let url = URL(string: resource) else { throw CLIError.input("--resource must be a URL: \(resource)") }
         let found: DiscoveredResource
@@ -30,22 +34,33 @@ extension Login {
         guard let server = found.authorizationServer else {
             throw CLIError.failed("\(resource) names no authorization server.")
         }
+        let plan: ResourceSignInPlan
+        do {
+            plan = try ResourceSignInPlan(
+                resource: found, server: try await Self.metadata(of: server), clientID: clientID, method: planMethod)
+        } catch let refusal as ResourceSignInRefusal {
+            let reason = "Cannot sign in for \(resource): \(refusal.reason) Nothing was added."
+            throw refusal.code == .invalidClientID ? CLIError.input(reason) : CLIError.failed(reason)
+        }
         let name = try await freeProviderName(for: server, home: home)
-        let scopes = Self.scopes(for: found)
-        var entry = ProviderEntry(name: name, kind: .openid, clientID: clientID ?? "")
+        var entry = ProviderEntry(name: name, kind: .openid, clientID: "")
         entry.issuer = server.absoluteString
-        entry.scopes = scopes
+        entry.scopes = plan.scopes
         entry.authMethod = "none"
         entry.allowsPasswordGrant = passwordStdin ? true : nil
-        entry.resources = [found.metadata.resource.absoluteString]
+        entry.resources = [plan.resource.absoluteString]
         let said: String
-        if let clientID {
-            try await checkClientID(clientID, at: server)
+        switch plan.client {
+        case .named(let clientID):
+            entry.clientID = clientID
             said = "using client \(clientID)"
-        } else {
-            let client = try await RegistrationOptions.parse([]).register(
-                issuer: server.absoluteString, redirectURI: nil, scope: scopes.joined(separator: " "),
-                passwordGrant: passwordStdin)
+        case .metadataDocument(let document):
+            entry.clientID = document.absoluteString
+            said = "using client \(document.absoluteString)"
+        case .register(let grantTypes):
+            let client = try await ClientRegistration().register(
+                issuer: server.absoluteString, redirectURI: nil, scope: plan.scopes.joined(separator: " "),
+                grantTypes: grantTypes + (passwordStdin ? ["password"] : []))
             let sealed = try await home.sealed(
                 secret: client.clientSecret, registrationAccessToken: client.registrationAccessToken, provider: name)
             entry.clientID = client.clientID
@@ -57,40 +72,19 @@ extension Login {
         }
         try await home.saveProviders(try await home.providers() + [entry])
         Output.note("\(resource) is served by \(server.absoluteString): \(said) and added provider \(name).")
-        return ResourceFirst(provider: name, scopes: scopes)
+        return ResourceFirst(provider: name, scopes: plan.scopes)
     }
 
-    /// Checks a client id given for the discovered server: one that is a URL names a Client ID
-    /// Metadata Document, which the server must say it fetches; any other is the server's own.
-    private func checkClientID(_ clientID: String, at server: URL) async throws {
-        guard let url = URL(string: clientID), url.scheme == "https" || url.scheme == "http" else { return }
-        guard EndpointSecurity.isAcceptable(url), url.path.count > 1 else {
-            throw CLIError.input(
-                "--client-id \(clientID) is a URL, so it names a client metadata document: it must be https with a path (plain http to this machine only)."
-            )
-        }
+    /// What the authorization server `server` says of itself.
+    private static func metadata(of server: URL) async throws -> ProviderMetadata {
         let provider = OpenIDProvider(
-            configuration: OpenIDProviderConfiguration(issuer: server, clientID: clientID),
+            configuration: OpenIDProviderConfiguration(issuer: server, clientID: ""),
             transport: AsyncHTTPClientTransport.shared)
-        let metadata: ProviderMetadata
         do {
-            metadata = try await provider.metadata()
+            return try await provider.metadata()
         } catch {
             throw CLIError.provider(error, doing: "Reading \(server.absoluteString)'s metadata")
         }
-        guard metadata.supportsClientIDMetadataDocuments else {
-            throw CLIError.failed(
-                "\(server.absoluteString) does not fetch client metadata documents (its metadata has no client_id_metadata_document_supported): leave out --client-id to register a client there, or give the id of one it knows."
-            )
-        }
-    }
-
-    /// The scopes a resource-first sign-in asks for: OpenID's with a refresh token, and those the
-    /// resource names (its challenge's, else its metadata's).
-    static func scopes(for found: DiscoveredResource) -> [String] {
-        var scopes = ["openid", "offline_access"]
-        for scope in found.scopes where !scopes.contains(scope) { scopes.append(scope) }
-        return scopes
     }
 
     /// The server's host (and port, when it has one), made unique among the providers.
