@@ -19,7 +19,8 @@ extension CredentialTransaction {
     ///
     /// A rejected refresh token is final only when it is still the stored one (a writer that
     /// takes no lease may have rotated it meanwhile); the credential is then marked as needing
-    /// sign-in, and nothing is deleted. A network failure changes nothing.
+    /// sign-in, and nothing is deleted. A credential so marked is refreshed again only when asked
+    /// explicitly (``RefreshNeed/always``). A network failure changes nothing.
     ///
     /// The caller fetches what the refresh needs first (``IdentityProvider/prepareRefresh(of:)``),
     /// so that nothing can fail between spending the refresh token and storing its successor.
@@ -44,6 +45,16 @@ extension CredentialTransaction {
                 store.logger.trace("refreshed by another holder meanwhile", metadata: ["credential": "\(id)"])
                 Telemetry.refreshWait(.refreshedElsewhere)
                 return .success(Refreshed(token: current.token))
+            }
+            // A refresh token the provider rejected is not sent again on its own: a client that
+            // retried would send it with every request (an MCP host retrying a call, a resource
+            // that keeps refusing the access token), and to a provider that revokes a whole
+            // family on reuse a replay looks like theft. Only an explicit refresh tries it again;
+            // a new sign-in clears the mark.
+            if current.state.needsSignIn, need != .always {
+                throw ProviderError(
+                    .signInRequired, endpoint: .token,
+                    reason: "The provider rejected this account's refresh token earlier; sign in again.")
             }
             var answer: Token
             do {
