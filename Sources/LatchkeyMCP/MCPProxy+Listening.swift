@@ -21,7 +21,7 @@ extension MCPProxy {
         let stream = UUID()
         var pause = Duration.seconds(1)
         var position: String?
-        while !Task.isCancelled, sessionID != nil {
+        while !Task.isCancelled, sessionID != nil, ended == nil {
             var request = self.request(.get, accepting: "text/event-stream")
             if let position { request.headerFields[.lastEventID] = position }
             let outcome = await exchange(request, body: nil, stream: stream, timeout: .seconds(3_600))

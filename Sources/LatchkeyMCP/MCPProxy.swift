@@ -74,6 +74,12 @@ public actor MCPProxy {
     var positions: [UUID: String] = [:]
     private var inFlight: [UUID: Task<Void, Never>] = [:]
     var listener: Task<Void, Never>?
+    /// Why nothing more is sent: the first answer that only a new sign-in mends (the token
+    /// refused after its refresh, the account signed out, a refresh the provider refused).
+    /// From then on, until the proxy exits, every message is answered with it at once — no
+    /// request reaches the server or the provider, however often the client asks (an MCP host
+    /// that retries would otherwise storm both).
+    var ended: MCPProxyFailure?
 
     /// A proxy that sends with `sender`'s tokens (a ``Credential``'s, or an agent's) through
     /// `transport`, and hands each message for the client — one JSON-RPC message or batch,
@@ -175,6 +181,32 @@ public actor MCPProxy {
     /// Sends `request` with the credential's token; an event-stream answer's messages are
     /// delivered as they arrive, and its last event id kept under `stream`.
     func exchange(_ request: HTTPRequest, body: Data?, stream: UUID, timeout: Duration) async
+        -> Result<HTTPTransportResponse, MCPProxyFailure>
+    {
+        if let ended { return .failure(ended) }
+        let result = await send(request, body: body, stream: stream, timeout: timeout)
+        if ended == nil, let failure = Self.needsSignIn(result, endpoint: configuration.endpoint) { ended = failure }
+        return result
+    }
+
+    /// The failure in `result` that only a new sign-in mends, if it is one.
+    static func needsSignIn(_ result: Result<HTTPTransportResponse, MCPProxyFailure>, endpoint: URL)
+        -> MCPProxyFailure?
+    {
+        switch result {
+        case .failure(let failure):
+            let gone = failure.code == .signedOut || failure.providerError?.requiresSignIn == true
+            return gone ? failure : nil
+        case .success(let answer):
+            guard
+                case .failed(.tokenRefused, let status, _, let description) = AnswerOutcome.of(
+                    answer, sentSession: true)
+            else { return nil }
+            return MCPProxyFailure(.tokenRefused, endpoint: endpoint, status: status, serverDescription: description)
+        }
+    }
+
+    private func send(_ request: HTTPRequest, body: Data?, stream: UUID, timeout: Duration) async
         -> Result<HTTPTransportResponse, MCPProxyFailure>
     {
         let reader = EventStreamReader(

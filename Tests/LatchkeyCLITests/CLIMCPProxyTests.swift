@@ -167,6 +167,31 @@ struct CLIMCPProxyTests {
         await setup.stop()
     }
 
+    @Test(
+        "a grant revoked at the provider: every later call is answered with the login to run, after at most one refresh and two requests to the server until the proxy exits"
+    )
+    func revokedGrant() async throws {
+        let setup = try await Setup.start()
+        let client = try await PythonMCPClient.start(
+            device: setup.device, endpoint: setup.server.endpoint, calls: 30, pause: 0.05)
+        while setup.dev.faults.count("introspection") < 5 { try await Task.sleep(for: .milliseconds(20)) }
+        // Each request the server gets with a token is one introspection at the provider.
+        let (requests, refreshes) = (setup.dev.faults.count("introspection"), setup.dev.faults.count(.token))
+        #expect(await setup.dev.endSessions(of: "alice") >= 1, "an administrator ended alice's grant")
+        let report = try await PythonMCPClient.report(of: client)
+        #expect(report.status == 0, "the client ended: no call hung")
+        #expect(report.errors.count >= 20, "the calls after the revocation failed: \(report.errors.count)")
+        for error in report.errors {
+            #expect(error.contains("latchkey login --resource \(setup.server.endpoint.absoluteString)"), "\(error)")
+        }
+        #expect(setup.dev.faults.count(.token) - refreshes <= 1, "one refresh attempt at most")
+        #expect(
+            setup.dev.faults.count("introspection") - requests <= 2,
+            "at most two requests to the server, the proxy's exit included: \(setup.dev.faults.count("introspection") - requests)"
+        )
+        await setup.stop()
+    }
+
     @Test("a server that needs a scope the token lacks: the call's error names it and the login to run")
     func insufficientScope() async throws {
         let setup = try await Setup.start(requiring: ["files:write"], loginScope: "openid offline_access")
