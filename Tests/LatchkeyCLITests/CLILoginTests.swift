@@ -25,8 +25,12 @@ struct CLILoginTests: DevProviderCLITest {
         let documents = try Self.documents(finished.stdout)
         #expect(documents.count == 2)
         #expect(documents.first??["action"] as? String == "enter_code")
-        #expect(documents.first??["userCode"] as? String == code)
-        #expect(documents.first??["verificationUri"] as? String == dev.url(.deviceVerification).absoluteString)
+        // RFC 8628's names, as the provider's own answer has them.
+        #expect(documents.first??["user_code"] as? String == code)
+        #expect(documents.first??["verification_uri"] as? String == dev.url(.deviceVerification).absoluteString)
+        #expect(documents.first??["verification_uri_complete"] as? String != nil)
+        let expiresIn = try #require(documents.first??["expires_in"] as? Double)
+        #expect(expiresIn > 0 && expiresIn <= 600)
         #expect(documents.last??["account"] as? String == "alice")
         await dev.stop()
     }
@@ -87,9 +91,9 @@ struct CLILoginTests: DevProviderCLITest {
         #expect(try await HTTPClient.shared.execute(request, timeout: .seconds(10)).status == .ok)
     }
 
-    /// Plays the browser: posts the development provider's sign-in form for `url`, follows the
-    /// redirect to the loopback listener, and returns the page it shows.
-    static func playBrowser(at url: URLComponents, dev: DevProvider, username: String, password: String)
+    /// Posts the development provider's sign-in form for the authorization request `url` as
+    /// `username`, and returns where the provider sends the browser (not followed).
+    static func signIn(at url: URLComponents, dev: DevProvider, username: String, password: String)
         async throws -> String
     {
         var form = URLComponents()
@@ -107,8 +111,20 @@ struct CLILoginTests: DevProviderCLITest {
             configuration: HTTPClient.Configuration(redirectConfiguration: .disallow))
         defer { _ = noRedirects.shutdown() }
         let signedIn = try await noRedirects.execute(request, timeout: .seconds(10))
-        let location = try #require(signedIn.headers.first(name: "Location"))
+        return try #require(signedIn.headers.first(name: "Location"))
+    }
+
+    /// Plays the browser: posts the development provider's sign-in form for `url`, follows the
+    /// redirect to the loopback listener, and returns the page it shows.
+    static func playBrowser(at url: URLComponents, dev: DevProvider, username: String, password: String)
+        async throws -> String
+    {
+        let location = try await signIn(at: url, dev: dev, username: username, password: password)
         #expect(location.hasPrefix("http://127.0.0.1:"))
+        let noRedirects = HTTPClient(
+            eventLoopGroupProvider: .singleton,
+            configuration: HTTPClient.Configuration(redirectConfiguration: .disallow))
+        defer { _ = noRedirects.shutdown() }
         let callback = try await noRedirects.execute(HTTPClientRequest(url: location), timeout: .seconds(10))
         #expect(callback.status == .ok)
         return String(buffer: try await callback.body.collect(upTo: 1 << 16))

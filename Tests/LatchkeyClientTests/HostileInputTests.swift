@@ -13,16 +13,38 @@ import Testing
 /// is never trusted blindly.
 @Suite("Hostile input")
 struct HostileInputTests {
-    @Test("a device interval and lifetime of Int.max neither trap nor make a nonsense deadline")
-    func hugeDeviceNumbers() async throws {
+    @Test(
+        "a device answer's lifetime of Int.max makes no nonsense deadline; an interval of 0 or 10⁹, a verification URI that is no web page or garbage are typed errors"
+    )
+    func hostileDeviceAnswers() async throws {
         var configuration = DevProviderConfiguration.default
-        configuration.devicePollingInterval = .max
         configuration.deviceCodeLifetime = .max
         try await withHarness(.dev, devConfiguration: configuration) { harness in
             let authorization = try await harness.provider.startDeviceAuthorization()
-            #expect(authorization.interval == 3_600)
             #expect(authorization.expiresAt.timeIntervalSinceNow <= 100 * 365 * 86_400 + 60)
             #expect(!authorization.expiresAt.formatted(.iso8601).isEmpty)
+            let dev = try #require(harness.dev)
+            let answers: [(String, [String: String])] = [
+                ("interval", ["interval": "0"]), ("interval", ["interval": "1000000000"]),
+                ("verification_uri", ["verification_uri": #""javascript:alert(1)""#]),
+                ("verification_uri", ["verification_uri": #""file:///etc/passwd""#]),
+                ("verification_uri_complete", ["verification_uri_complete": #""data:text/html,hi""#]),
+                ("lacks fields", ["user_code": "[1]"]),
+            ]
+            for (named, fields) in answers {
+                dev.faults.set(DevProviderFault(replacedFields: fields), for: .deviceAuthorization)
+                let error = await #expect(throws: ProviderError.self) {
+                    _ = try await harness.provider.startDeviceAuthorization()
+                }
+                #expect(error?.code == .invalidResponse, "\(fields)")
+                #expect(error?.reason.contains(named) == true, "\(error?.reason ?? "")")
+            }
+            dev.faults.set(.malformedBody, for: .deviceAuthorization)
+            let garbage = await #expect(throws: ProviderError.self) {
+                _ = try await harness.provider.startDeviceAuthorization()
+            }
+            #expect(garbage?.code == .invalidResponse)
+            dev.faults.clear()
         }
     }
 

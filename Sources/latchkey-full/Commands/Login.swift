@@ -38,6 +38,13 @@ struct Login: AsyncParsableCommand {
     @Flag(
         help: "With --browser: only print the URL to open (on another machine, say); do not open a browser here.")
     var noBrowser = false
+    @Option(help: "Who is expected to sign in (an email address or username): sent as login_hint with --browser.")
+    var loginHint: String?
+    @Flag(
+        help:
+            "With --browser: bind no port here. Print the URL to open on any machine, then read from standard input the whole address the browser was sent to after signing in (a page that does not load), and check and redeem it."
+    )
+    var paste = false
 
     func validate() throws {
         let methods = [passwordStdin, browser, device].filter { $0 }.count
@@ -50,6 +57,13 @@ struct Login: AsyncParsableCommand {
         }
         if username != nil, !passwordStdin { throw ValidationError("--username goes with --password-stdin.") }
         guard timeout > 0 else { throw ValidationError("--timeout must be positive.") }
+        guard (0...65_535).contains(redirectPort) else { throw ValidationError("--redirect-port must be 0 to 65535.") }
+        if paste, !browser { throw ValidationError("--paste goes with --browser.") }
+        if loginHint != nil, !browser { throw ValidationError("--login-hint goes with --browser.") }
+        if paste, passwordStdin {
+            throw ValidationError(
+                "--paste reads the redirect on standard input, where --password-stdin reads the password.")
+        }
         for resource in resource where !ResourceToken.isValidResource(resource) {
             throw ValidationError("--resource must be an absolute URI without a fragment (RFC 8707): \(resource)")
         }
@@ -71,6 +85,6 @@ struct Login: AsyncParsableCommand {
             global: global, provider: provider, username: username, passwordStdin: passwordStdin, browser: browser,
             device: device, redirectPort: redirectPort, timeout: timeout, makeDefault: makeDefault,
             scopes: scope.map { $0.split(separator: " ").map(String.init) }, resources: resource, clientID: clientID,
-            noBrowser: noBrowser)
+            noBrowser: noBrowser, paste: paste, loginHint: loginHint)
     }
 }

@@ -1,8 +1,8 @@
 public import Foundation
 
 /// What an authorization request asks of the provider besides the client and the PKCE pair:
-/// the scopes, `prompt`, `max_age`, `acr_values` (OpenID Connect Core §3.1.2.1) and the
-/// resources (RFC 8707). Whatever is `nil` is the configuration's (scopes, resources) or left out.
+/// the scopes, `prompt`, `max_age`, `acr_values`, `login_hint` (OpenID Connect Core §3.1.2.1) and
+/// the resources (RFC 8707). Whatever is `nil` is the configuration's (scopes, resources) or left out.
 ///
 /// OpenID Connect Core §11: a request for `offline_access` must carry `prompt=consent` (a
 /// server may ignore `offline_access` otherwise, and some refuse the request), so
@@ -19,12 +19,16 @@ public struct AuthorizationParameters: Sendable, Hashable {
     public var acrValues: [String]
     /// The resources the grant is for (RFC 8707 §2.1); the provider configuration's when `nil`.
     public var resources: [URL]?
+    /// `login_hint`: who is expected to sign in (an email address or a username), so that the
+    /// provider's page can fill it in or pick that account.
+    public var loginHint: String?
 
     /// Creates the parameters; every one is optional.
     public init(
         scopes: [String]? = nil, prompt: [String] = [], maxAge: Int? = nil, acrValues: [String] = [],
-        resources: [URL]? = nil
+        resources: [URL]? = nil, loginHint: String? = nil
     ) {
+        self.loginHint = loginHint
         self.scopes = scopes
         self.prompt = prompt
         self.maxAge = maxAge

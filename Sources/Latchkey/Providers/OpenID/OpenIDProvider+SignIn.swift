@@ -9,6 +9,7 @@ extension OpenIDProvider {
     ///   - scopes: the scopes to ask for; the configuration's by default.
     ///   - resources: the resources the grant is for (RFC 8707); the configuration's by default.
     ///     They are kept with the credential (``Token/resources``).
+    ///   - loginHint: who is expected to sign in (`login_hint`), for a sign-in through the browser.
     ///   - store: where the credential goes.
     ///   - tags: application tags for the credential.
     ///   - makeDefault: make it the default account (the first account always becomes it).
@@ -17,22 +18,23 @@ extension OpenIDProvider {
         _ method: SignInMethod,
         scopes: [String]? = nil,
         resources: [URL]? = nil,
+        loginHint: String? = nil,
         into store: CredentialStore,
         tags: [String: String] = [:],
         makeDefault: Bool = false
     ) async throws(ProviderError) -> Credential {
         // Its requests share what the provider publishes through the store that keeps it.
         let signedIn = try await store.capabilities.sharing { () async throws(ProviderError) in
-            try await token(for: method, scopes: scopes, resources: resources)
+            try await token(for: method, scopes: scopes, resources: resources, loginHint: loginHint)
         }
         return try await self.store(signedIn, in: store, tags: tags, makeDefault: makeDefault)
     }
 
     /// The tokens of a sign-in, not stored, for `resources` (RFC 8707; the configuration's by
-    /// default) too.
-    public func token(for method: SignInMethod, scopes: [String]? = nil, resources: [URL]? = nil)
-        async throws(ProviderError) -> Token
-    {
+    /// default) too; `loginHint` goes with a sign-in through the browser.
+    public func token(
+        for method: SignInMethod, scopes: [String]? = nil, resources: [URL]? = nil, loginHint: String? = nil
+    ) async throws(ProviderError) -> Token {
         switch method {
         case .password(let username, let password):
             return try await passwordToken(
@@ -42,7 +44,7 @@ extension OpenIDProvider {
             do {
                 let request = try await authorizationRequest(
                     redirectURI: session.redirectURI,
-                    parameters: AuthorizationParameters(scopes: scopes, resources: resources))
+                    parameters: AuthorizationParameters(scopes: scopes, resources: resources, loginHint: loginHint))
                 await open(request.url)
                 let callback = try await session.callback(state: request.state, timeout: timeout)
                 await session.close()
@@ -100,6 +102,7 @@ extension OpenIDProvider {
         let prompt = parameters.prompt(forScopes: scopes)
         if !prompt.isEmpty { items.append(URLQueryItem(name: "prompt", value: prompt.joined(separator: " "))) }
         if let maxAge = parameters.maxAge { items.append(URLQueryItem(name: "max_age", value: String(maxAge))) }
+        if let hint = parameters.loginHint { items.append(URLQueryItem(name: "login_hint", value: hint)) }
         if !parameters.acrValues.isEmpty {
             items.append(URLQueryItem(name: "acr_values", value: parameters.acrValues.joined(separator: " ")))
         }
@@ -133,6 +136,13 @@ extension OpenIDProvider {
     {
         let items = URLComponents(url: callbackURL, resolvingAgainstBaseURL: false)?.queryItems ?? []
         func value(_ name: String) -> String? { items.first { $0.name == name }?.value }
+        // A parameter given twice is an answer no provider sends: which one counts is what an
+        // attacker who added the second would choose.
+        for name in ["code", "state", "iss", "error"] where items.filter({ $0.name == name }).count > 1 {
+            throw ProviderError(
+                .invalidResponse, endpoint: .authorization,
+                reason: "The redirect carries \(name) more than once; it was refused and nothing was sent.")
+        }
         guard value("state") == request.state else {
             throw ProviderError(
                 .stateMismatch, endpoint: .authorization,
@@ -191,20 +201,39 @@ extension OpenIDProvider {
                 .deviceAuthorization, try await endpoint(.deviceAuthorization), form, clientID: configuration.clientID,
                 authentication: configuration.authentication(for: .deviceAuthorization)))
         guard let deviceCode = fields["device_code"]?.stringValue, let userCode = fields["user_code"]?.stringValue,
-            let uri = (fields["verification_uri"] ?? fields["verification_url"])?.stringValue,
-            let verificationURI = URL(string: uri)
+            let uri = (fields["verification_uri"] ?? fields["verification_url"])?.stringValue
         else {
             throw ProviderError(
                 .invalidResponse, endpoint: .deviceAuthorization,
                 reason: "The device authorization answer lacks fields.")
         }
+        // What the user is shown to open: a web page, never another scheme.
+        func webPage(_ text: String, _ name: String) throws(ProviderError) -> URL {
+            guard let url = URL(string: text), url.scheme == "https" || url.scheme == "http", url.host != nil else {
+                throw ProviderError(
+                    .invalidResponse, endpoint: .deviceAuthorization,
+                    reason: "The device authorization answer's \(name) is not an http(s) URL; nothing is shown.")
+            }
+            return url
+        }
+        let verificationURI = try webPage(uri, "verification_uri")
+        let complete = fields["verification_uri_complete"]?.stringValue
+        // RFC 8628 §3.2: 5 seconds when the answer names none; one outside a second to an hour
+        // is no interval to poll by.
+        let interval = fields["interval"]?.doubleValue ?? 5
+        guard interval >= 1, interval <= 3_600 else {
+            throw ProviderError(
+                .invalidResponse, endpoint: .deviceAuthorization,
+                reason: "The device authorization answer's interval is outside 1 to 3600 seconds; nothing was polled.")
+        }
         let expiresIn = ProviderNumbers.seconds(fields["expires_in"]?.doubleValue, fallback: 600)
         return DeviceAuthorization(
             userCode: userCode, verificationURI: verificationURI,
-            verificationURIComplete: fields["verification_uri_complete"]?.stringValue.flatMap(URL.init(string:)),
-            expiresAt: now().addingTimeInterval(expiresIn),
-            interval: ProviderNumbers.integer(fields["interval"]?.doubleValue, fallback: 5, in: 1...3_600),
-            deviceCode: deviceCode, resources: resources)
+            verificationURIComplete: try complete.map { text throws(ProviderError) in
+                try webPage(text, "verification_uri_complete")
+            },
+            expiresAt: now().addingTimeInterval(expiresIn), interval: Int(interval), deviceCode: deviceCode,
+            resources: resources)
     }
 
     /// Polls the token endpoint until the user approves, denies, or the code expires.

@@ -27,6 +27,10 @@ struct AccountSignIn {
     var clientID: String?
     /// With ``browser``: print the URL only.
     var noBrowser = false
+    /// With ``browser``: no listener; the redirect's URL is pasted on standard input.
+    var paste = false
+    /// With ``browser``: who is expected to sign in (`login_hint`).
+    var loginHint: String?
 
     /// Who a sign-in signed in.
     struct SignedIn {
@@ -84,7 +88,7 @@ struct AccountSignIn {
                         username: username, password: password, into: store, tags: tags, makeDefault: makeDefault)
                 }
             case .openID(let openID):
-                let (store, makeDefault) = (session.store, makeDefault)
+                let (store, makeDefault, loginHint) = (session.store, makeDefault, loginHint)
                 let method = method(password: password, countdown: countdown)
                 // The provider's resources and this sign-in's, each once.
                 let named = resources.compactMap(URL.init(string:))
@@ -96,7 +100,8 @@ struct AccountSignIn {
                 // Ctrl-C cancels the sign-in: a grant the provider issued meanwhile is revoked.
                 credential = try await SignalDeferral.whileSigningIn {
                     try await openID.signIn(
-                        method, scopes: scopes, resources: resources, into: store, tags: tags, makeDefault: makeDefault)
+                        method, scopes: scopes, resources: resources, loginHint: loginHint, into: store, tags: tags,
+                        makeDefault: makeDefault)
                 }
             }
         } catch let error as ProviderError {
@@ -106,6 +111,10 @@ struct AccountSignIn {
             if error.code == .cancelled { SignalDeferral.endIfSignalled() }
             if error.code == .storage {
                 throw CLIError.failed("The credential could not be stored: \(error)")
+            }
+            // What the user pasted: not the redirect, or another sign-in's (exit 2).
+            if paste, error.code == .invalidArgument || error.code == .stateMismatch {
+                throw CLIError.input("Sign-in failed: \(error.reason)")
             }
             if let refusal = error.underlying as? PingError, error.endpoint == .journey {
                 throw CLIError.failed(
@@ -149,6 +158,18 @@ struct AccountSignIn {
     private func method(password: String?, countdown: Countdown) -> SignInMethod {
         let deadline = Date().addingTimeInterval(TimeInterval(timeout))
         if let username, let password { return .password(username: username, password: password) }
+        if browser, paste {
+            return .browser(
+                listener: PastedRedirect(port: redirectPort), timeout: .seconds(timeout),
+                open: { [global] url in
+                    // No browser opens here and no countdown runs: the terminal is the paste's.
+                    if global.json { Output.json(["action": "open", "url": url.absoluteString]) }
+                    Output.instructions([
+                        "Open this URL in a browser, on any machine, and sign in:", url.absoluteString,
+                        "The browser is then sent to a page on 127.0.0.1 that does not load. Paste its whole address here:",
+                    ])
+                })
+        }
         if browser {
             return .browser(
                 listener: NIOLoopbackRedirectListener(port: redirectPort), timeout: .seconds(timeout),
@@ -165,13 +186,14 @@ struct AccountSignIn {
         return .deviceCode(prompt: { [global] authorization in
             let uri = authorization.verificationURIComplete ?? authorization.verificationURI
             if global.json {
+                // RFC 8628 §3.2's names, so that a program reads it as it would the provider's answer.
                 var document: [String: JSONValue] = [
-                    "action": .string("enter_code"), "userCode": .string(authorization.userCode),
-                    "verificationUri": .string(authorization.verificationURI.absoluteString),
-                    "expiresAt": .string(authorization.expiresAt.formatted(.iso8601)),
+                    "action": .string("enter_code"), "user_code": .string(authorization.userCode),
+                    "verification_uri": .string(authorization.verificationURI.absoluteString),
+                    "expires_in": .number(max(0, authorization.expiresAt.timeIntervalSinceNow.rounded(.down))),
                 ]
                 if let complete = authorization.verificationURIComplete {
-                    document["verificationUriComplete"] = .string(complete.absoluteString)
+                    document["verification_uri_complete"] = .string(complete.absoluteString)
                 }
                 Output.json(document)
             }
