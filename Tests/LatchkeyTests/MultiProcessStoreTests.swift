@@ -90,7 +90,10 @@ struct MultiProcessStoreTests {
             // Two writers at once, so the kill can land while the other holds the lock.
             let victim = try await ChildProcess.start(worker, [path, "0", "victim\(round)"])
             let bystander = try await ChildProcess.start(worker, [path, "25", "bystander\(round)"])
-            try await Task.sleep(for: .milliseconds(Int.random(in: 80...300, using: &generator)))
+            // Killed while it writes: once its first write is in, at a random point of the next
+            // ones (a start-up that is slow, as under the sanitizer, must not end it first).
+            _ = try await victim.standardOutput { $0.contains("queued ") }
+            try await Task.sleep(for: .milliseconds(Int.random(in: 0...200, using: &generator)))
             victim.send(signal: SIGKILL)
             let (victimResult, bystanderResult) = try await (victim.finish(), bystander.finish())
             #expect(victimResult.status == SIGKILL, "round \(round): \(victimResult.stderr)")
