@@ -1,0 +1,82 @@
+import Foundation
+import LatchkeyTestSupport
+import Testing
+
+/// Many `mcp-proxy` processes, each driven by the Python MCP SDK's stdio client, sharing one
+/// credential at nanoidp, which rotates refresh tokens and revokes the whole family when one is
+/// presented twice: one replayed refresh token would sign the user out everywhere.
+@Suite(
+    "latchkey mcp-proxy against nanoidp: one refresh for every process, and a grant that ends",
+    .enabled(if: providersRequired || (NanoIDP.isAvailable && PythonMCPServer.isAvailable)))
+struct CLINanoIDPRefreshTests {
+    @Test(
+        "20 proxies on a token the provider says expired: exactly one refresh, every call answered, and the family still valid two expiries later"
+    )
+    func twentyProxiesOneRefresh() async throws {
+        // Access tokens of ten minutes: the test moves nanoidp's clock past each one's expiry,
+        // while the proxies' own clock (the real one) still calls it valid. Every refresh is
+        // then one the server's answer asked for, never one a slow machine's clock did.
+        let setup = try await CLINanoIDPTests.Setup.start(accessTokenMinutes: 10)
+        let signedIn = try await setup.pasteSignIn()
+        #expect(signedIn.status == 0, "\(signedIn.stderr)")
+        let refresh = "refresh_token"
+
+        try setup.nano.shiftClock(to: 11 * 60)
+        let clients = try await withThrowingTaskGroup { group in
+            for index in 0..<20 {
+                group.addTask {
+                    try await PythonMCPClient.start(
+                        device: setup.device, endpoint: setup.server.endpoint, calls: 2, text: "p\(index)")
+                }
+            }
+            return try await group.reduce(into: [ChildProcess]()) { $0.append($1) }
+        }
+        for client in clients {
+            let report = try await PythonMCPClient.report(of: client)
+            #expect(report.errors.isEmpty, "\(report.errors) \(report.stderr.suffix(2000))")
+            #expect(report.answers.count == 2 && report.whoami == "alice")
+        }
+        #expect(try await setup.nano.tokenRequests(refresh) == 1, "one refresh for twenty processes")
+        #expect(try await setup.nano.tokenRequests(refresh, status: "failed") == 0, "no refresh token replayed")
+
+        // Two expiries later the family still answers: nothing revoked it.
+        for expiry in 2...3 {
+            try setup.nano.shiftClock(to: expiry * 11 * 60)
+            let report = try await PythonMCPClient.run(device: setup.device, endpoint: setup.server.endpoint, calls: 1)
+            #expect(report.errors.isEmpty, "\(report.errors) \(report.stderr.suffix(2000))")
+            #expect(try await setup.nano.tokenRequests(refresh) == expiry)
+        }
+        #expect(try await setup.nano.tokenRequests(refresh, status: "failed") == 0)
+        let token = try await setup.device.run("token", "--resource", setup.resource)
+        #expect(token.status == 0, "still signed in: \(token.stderr)")
+        await setup.stop()
+    }
+
+    @Test(
+        "a grant that ends at the provider mid-session: every later call gets the login to run, after one refresh attempt and at most two requests"
+    )
+    func grantEnds() async throws {
+        let setup = try await CLINanoIDPTests.Setup.start(accessTokenMinutes: 1, refreshTokenMinutes: 2)
+        let signedIn = try await setup.pasteSignIn()
+        #expect(signedIn.status == 0, "\(signedIn.stderr)")
+        let client = try await PythonMCPClient.start(
+            device: setup.device, endpoint: setup.server.endpoint, calls: 30, pause: 0.05)
+        while try await setup.nano.introspections() < 5 { try await Task.sleep(for: .milliseconds(20)) }
+        // Past both the access token's and the refresh token's lifetime: the grant is over.
+        try setup.nano.shiftClock(to: 5 * 60)
+        let requests = try await setup.nano.introspections()
+        let tokenRequests = try await setup.nano.audit().filter { $0.event == "token_request" }.count
+
+        let report = try await PythonMCPClient.report(of: client)
+        #expect(report.status == 0, "the client ended: no call hung")
+        #expect(report.errors.count >= 20, "the calls after the grant ended failed: \(report.errors.count)")
+        for error in report.errors {
+            #expect(error.contains("latchkey login --resource \(setup.resource)"), "\(error)")
+        }
+        let refreshes = try await setup.nano.audit().filter { $0.event == "token_request" }.count - tokenRequests
+        #expect(refreshes <= 1, "one refresh attempt at most: \(refreshes)")
+        let sent = try await setup.nano.introspections() - requests
+        #expect(sent <= 2, "at most two requests to the server, the proxy's exit included: \(sent)")
+        await setup.stop()
+    }
+}
