@@ -77,6 +77,29 @@ struct CLINanoIDPRefreshTests {
         #expect(refreshes <= 1, "one refresh attempt at most: \(refreshes)")
         let sent = try await setup.nano.introspections() - requests
         #expect(sent <= 2, "at most two requests to the server, the proxy's exit included: \(sent)")
+
+        // The command the error names, run in a shell as it is written, signs in again (the
+        // test plays the browser), and the next session's calls go through.
+        // (The provider's clock back with the real one: an ID token from the future is refused.)
+        try setup.nano.shiftClock(to: 0)
+        let error = try #require(report.errors.first)
+        let hint = try #require(error.range(of: "`latchkey ").map { error[$0.upperBound...] }, "\(error)")
+        let command = String(hint.prefix { $0 != "`" })
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        let browser = try RecordingBrowser(in: folder)
+        let login = try await ChildProcess.start(
+            URL(fileURLWithPath: "/bin/sh"), ["-c", "exec \"$LATCHKEY\" --home \"$HOME_DIR\" --json \(command)"],
+            environment: CLI.environment([
+                "LATCHKEY": CLI.binary.path, "HOME_DIR": setup.device.path, "BROWSER": browser.command,
+            ]), input: "")
+        let first = try await login.standardOutput { $0.contains("\n") }
+        let url = try #require(try CLILoginTests.documents(first).first??["url"] as? String, "\(first)")
+        try await setup.nano.playBrowser(at: url)
+        let signedIn2 = try await login.finish()
+        #expect(signedIn2.status == 0, "\(signedIn2.stderr)")
+        let again = try await PythonMCPClient.run(device: setup.device, endpoint: setup.server.endpoint, calls: 1)
+        #expect(again.errors.isEmpty, "\(again.errors) \(again.stderr.suffix(2000))")
         await setup.stop()
     }
 }

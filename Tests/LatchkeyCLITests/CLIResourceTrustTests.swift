@@ -85,4 +85,46 @@ struct CLIResourceTrustTests: DevProviderCLITest {
             _ = try await agent.process.finish()
         }
     }
+
+    @Test(
+        "the sign-in a refusal names, run in a shell as printed, signs in at the resource's own server, and the request then goes"
+    )
+    func namedSignInRuns() async throws {
+        try await withDevices { _, a, _ in
+            #expect(try await login(a, "alice").status == 0)
+            var configuration = DevProviderConfiguration.default
+            configuration.protectedResources = [.init(path: "/mcp")]
+            let other = try await DevProvider.start(configuration: configuration, signingKeys: SharedSigningKeys.get())
+            let resource = other.issuer.appendingPathComponent("mcp").absoluteString
+            let refused = try await a.run("api", resource)
+            #expect(refused.status == 1)
+            // The command between the backquotes, as a user (or an agent) would copy it.
+            let hint = try #require(
+                refused.stderr.range(of: "`latchkey login ").map { refused.stderr[$0.lowerBound...].dropFirst() },
+                "\(refused.stderr)")
+            let command = String(hint.prefix { $0 != "`" }.dropFirst("latchkey ".count))
+            let folder = try TemporaryFolder()
+            defer { folder.cleanUp() }
+            let browser = try RecordingBrowser(in: folder)
+            let login = try await ChildProcess.start(
+                URL(fileURLWithPath: "/bin/sh"),
+                ["-c", "exec \"$LATCHKEY\" --home \"$HOME_DIR\" --json \(command)"],
+                environment: CLI.environment([
+                    "LATCHKEY": CLI.binary.path, "HOME_DIR": a.path, "BROWSER": browser.command,
+                ]), input: "")
+            let first = try await login.standardOutput { $0.contains("\n") }
+            let prompt = try #require(try CLILoginTests.documents(first).first ?? nil)
+            let url = try #require((prompt["url"] as? String).flatMap(URLComponents.init(string:)), "\(first)")
+            _ = try await CLILoginTests.playBrowser(at: url, dev: other, username: "bob", password: "bob-password")
+            let finished = try await login.finish()
+            #expect(finished.status == 0, "\(finished.stderr)")
+            let providers = try await a.run("provider", "list", "--json")
+            #expect(providers.array.contains { $0["issuer"] as? String == other.issuer.absoluteString })
+            // The new account, at the resource's server (the default stays alice's).
+            let account = try #require(try CLILoginTests.documents(finished.stdout).last??["id"] as? String)
+            let sent = try await a.run("api", "--account", account, resource)
+            #expect(sent.status == 0, "\(sent.stderr)")
+            await other.stop()
+        }
+    }
 }

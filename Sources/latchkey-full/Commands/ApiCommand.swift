@@ -127,9 +127,11 @@ struct ApiCommand: AsyncParsableCommand {
     /// (RFC 9728), or that there is nothing to sign in to.
     static func sayWhereToSignIn(for target: URL) async throws -> Never {
         let found = try await discovered(target)
-        let server = found.authorizationServer?.absoluteString ?? "its authorization server"
+        let server =
+            found.authorizationServer.map { TerminalText.safe($0.absoluteString) } ?? "its authorization server"
+        let login = ShellCommand(["latchkey", "login", "--resource", found.metadata.resource.absoluteString])
         throw CLIError.input(
-            "No provider is configured. \(target.absoluteString) takes tokens from \(server) (RFC 9728): sign in for it with `latchkey login --resource \(found.metadata.resource.absoluteString)` (or run this with --login), then run this again."
+            "No provider is configured. \(TerminalText.safe(target.absoluteString)) takes tokens from \(server) (RFC 9728): sign in for it with `\(login)` (or run this with --login), then run this again."
         )
     }
 

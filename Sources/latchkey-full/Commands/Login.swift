@@ -17,8 +17,10 @@ struct Login: AsyncParsableCommand {
     var provider: String?
     @Option(help: "The username, with --password-stdin.") var username: String?
     @Flag(help: "Read the password from standard input.") var passwordStdin = false
-    @Flag(help: "Sign in through the browser (authorization code with PKCE and a loopback redirect).") var browser =
-        false
+    @Flag(
+        help:
+            "Sign in through the browser (authorization code with PKCE and a loopback redirect): what an OpenID provider's sign-in is when no other method is named."
+    ) var browser = false
     @Flag(help: "Sign in with a device code shown here and entered on another device.") var device = false
     @Option(help: "The loopback port of the browser redirect (0: any free port).")
     var redirectPort: Int = 0
@@ -58,8 +60,10 @@ struct Login: AsyncParsableCommand {
         if username != nil, !passwordStdin { throw ValidationError("--username goes with --password-stdin.") }
         guard timeout > 0 else { throw ValidationError("--timeout must be positive.") }
         guard (0...65_535).contains(redirectPort) else { throw ValidationError("--redirect-port must be 0 to 65535.") }
-        if paste, !browser { throw ValidationError("--paste goes with --browser.") }
-        if loginHint != nil, !browser { throw ValidationError("--login-hint goes with --browser.") }
+        if paste, device { throw ValidationError("--paste goes with the browser sign-in, not --device.") }
+        if loginHint != nil, device || passwordStdin {
+            throw ValidationError("--login-hint goes with the browser sign-in.")
+        }
         if paste, passwordStdin {
             throw ValidationError(
                 "--paste reads the redirect on standard input, where --password-stdin reads the password.")

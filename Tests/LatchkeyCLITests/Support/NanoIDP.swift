@@ -144,6 +144,15 @@ struct NanoIDP {
         return try #require(answer.headers.first(name: "Location"), "nanoidp did not redirect: \(answer.status)")
     }
 
+    /// Plays the browser at `authorizationURL` through to the end: signs in as alice and
+    /// follows the redirect to the command's loopback listener.
+    func playBrowser(at authorizationURL: String) async throws {
+        let location = try await signIn(at: authorizationURL)
+        #expect(location.hasPrefix("http://127.0.0.1:"), "\(location)")
+        let callback = try await Self.client.execute(HTTPClientRequest(url: location), timeout: .seconds(10))
+        #expect(callback.status == .ok)
+    }
+
     /// One entry of nanoidp's audit log.
     struct AuditEntry {
         var event: String

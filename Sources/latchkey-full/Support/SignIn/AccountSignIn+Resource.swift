@@ -3,8 +3,8 @@ import Latchkey
 import LatchkeyCommandLine
 import LatchkeyHTTP
 
-/// `latchkey login --resource URL` with no provider configured: the provider is found from the
-/// resource itself (RFC 9728), and the library's ``ResourceSignInPlan`` decides the client, its
+/// `latchkey login --resource URL` with no provider named: the provider is found from the
+/// resource itself (RFC 9728), and, where none is configured for it, the library's ``ResourceSignInPlan`` decides the client, its
 /// grant types and the scopes from what the resource and its server say.
 extension AccountSignIn {
     /// What a resource-first sign-in found: the provider entry it added and the scopes the
@@ -15,22 +15,52 @@ extension AccountSignIn {
     }
 
     /// The method of this sign-in, for the plan.
-    var planMethod: ResourceSignInPlan.Method { browser ? .browser : device ? .device : .password }
+    var planMethod: ResourceSignInPlan.Method { device ? .device : passwordStdin ? .password : .browser }
 
-    /// Discovers `resource`'s authorization server, plans the sign-in there, registers a public
-    /// client when the plan says so and adds it as a provider named after the server's host; says
-    /// what it did on standard error.
-    func addProvider(discoveredFrom resource: String, home: Home) async throws -> ResourceFirst {
+    /// Where a sign-in for `resource` with no provider named goes.
+    enum ResourceProvider {
+        /// The configured provider the resource trusts (its metadata names the issuer, or the
+        /// user paired them).
+        case configured(String)
+        /// A provider added for the server the resource names.
+        case added(ResourceFirst)
+        /// The resource does not say (no metadata): the only, or default, provider's sign-in.
+        case unknown
+    }
+
+    /// Finds the provider of `resource`: with none configured, the one its metadata names is
+    /// added (no metadata is an error then); with some, the one it trusts
+    /// (``ResourceTrust``), else one added for the server it names — so that the sign-in a
+    /// refusal names (`login --resource URL`) signs in where the resource's tokens come from.
+    func resourceProvider(for resource: String, home: Home) async throws -> ResourceProvider {
         guard let url = URL(string: resource) else { throw CLIError.input("--resource must be a URL: \(resource)") }
+        let configured = try await home.providers()
         let found: DiscoveredResource
         do {
             found = try await ResourceDiscovery(transport: AsyncHTTPClientTransport.shared, timeout: .seconds(15))
                 .discover(url)
         } catch {
+            guard configured.isEmpty else { return .unknown }
             throw CLIError.failed(
                 "No provider is configured, and \(resource) does not say where to sign in for it: \(error.reason) Add its provider with `latchkey provider add NAME --issuer URL --client-id ID` and sign in with --provider NAME."
             )
         }
+        let trusting = configured.first { entry in
+            guard let issuer = entry.issuer else { return false }
+            return ResourceTrust.decide(
+                resource: url, issuer: issuer, metadata: found.metadata,
+                paired: (entry.resources ?? []).compactMap(URL.init(string:))
+            ).isTrusted
+        }
+        if let trusting { return .configured(trusting.name) }
+        return .added(try await addProvider(for: found, resource: resource, home: home))
+    }
+
+    /// Plans the sign-in at the server `found` names, registers a public client when the plan
+    /// says so and adds it as a provider named after the server's host; says what it did on
+    /// standard error.
+    private func addProvider(for found: DiscoveredResource, resource: String, home: Home) async throws -> ResourceFirst
+    {
         guard let server = found.authorizationServer else {
             throw CLIError.failed("\(resource) names no authorization server.")
         }

@@ -11,6 +11,8 @@ struct AccountSignIn {
     var provider: String?
     var username: String?
     var passwordStdin = false
+    /// The browser sign-in; with no method named (not ``device``, no password), it is the one
+    /// run at an OpenID provider.
     var browser = false
     var device = false
     /// The loopback port of the browser redirect (0: any free port).
@@ -44,20 +46,19 @@ struct AccountSignIn {
     /// Signs the account in (adding its provider first when a resource names it), saying
     /// nothing on standard output: `api --login` keeps that for the answer.
     func signIn() async throws -> SignedIn {
-        // Nothing configured: the resource says where to sign in (RFC 9728).
+        // No provider named: the resource says where to sign in (RFC 9728).
         var found: ResourceFirst?
-        if provider == nil, let first = resources.first, try await global.location.providers().isEmpty {
-            guard passwordStdin || browser || device else {
-                throw CLIError.input("Choose one of --username U --password-stdin, --browser or --device.")
+        var provider = self.provider
+        if provider == nil, let first = resources.first {
+            switch try await resourceProvider(for: first, home: global.location) {
+            case .configured(let name): provider = name
+            case .added(let added): found = added
+            case .unknown: break
             }
-            found = try await addProvider(discoveredFrom: first, home: global.location)
         }
         let session = try await global.location.openStore()
         let entry = try await session.home.provider(named: found?.provider ?? provider)
         let client = try session.client(named: entry.name)
-        if client.pingJourney == nil, !passwordStdin, !browser, !device {
-            throw CLIError.input("Choose one of --username U --password-stdin, --browser or --device.")
-        }
         let password = passwordStdin ? try readSecretFromStandardInput("password") : nil
         await session.retryDueOutbox()
         let tags = [Home.providerTag: entry.name]
@@ -170,7 +171,8 @@ struct AccountSignIn {
                     ])
                 })
         }
-        if browser {
+        if !device {
+            // --browser, or no method named: the browser, as `gh auth login` does.
             return .browser(
                 listener: NIOLoopbackRedirectListener(port: redirectPort), timeout: .seconds(timeout),
                 open: { [noBrowser, global] url in
@@ -179,7 +181,14 @@ struct AccountSignIn {
                     // --web` does; with --json, it is a document of its own first.
                     if global.json { Output.json(["action": "open", "url": url.absoluteString]) }
                     Output.instructions(["Open this URL to sign in:", url.absoluteString])
-                    if !noBrowser, let opener = SystemBrowser.open(url) { Output.note("(opened with \(opener))") }
+                    if noBrowser {
+                    } else if let opener = SystemBrowser.open(url) {
+                        Output.note("(opened with \(opener))")
+                    } else {
+                        Output.note(
+                            "(no browser could be opened here: where the redirect cannot reach this machine, sign in with --device, or --browser --paste)"
+                        )
+                    }
                     countdown.start(until: deadline, "Waiting for the browser")
                 })
         }
