@@ -40,6 +40,11 @@ public actor MCPProxy {
         public var remedy: @Sendable (MCPProxyFailure) -> [String]?
         /// Called with every failure, as it happens.
         public var report: @Sendable (MCPProxyFailure) -> Void
+        /// Signs the account in again when a request finds that only that mends it, where the
+        /// client said it shows URLs (URL-mode elicitation, MCP 2025-11-25): the request waits
+        /// for it and is sent once more. `nil`: the proxy signs nothing in, and the request is
+        /// answered with the error (``remedy``'s command).
+        public var signIn: SignIn?
 
         /// Creates a configuration for the server at `endpoint`.
         public init(
@@ -47,7 +52,7 @@ public actor MCPProxy {
             listensForServerMessages: Bool = true,
             explain: @escaping @Sendable (MCPProxyFailure) -> String = { $0.description },
             remedy: @escaping @Sendable (MCPProxyFailure) -> [String]? = { _ in nil },
-            report: @escaping @Sendable (MCPProxyFailure) -> Void = { _ in }
+            report: @escaping @Sendable (MCPProxyFailure) -> Void = { _ in }, signIn: SignIn? = nil
         ) {
             self.endpoint = endpoint
             self.resource = resource
@@ -57,6 +62,7 @@ public actor MCPProxy {
             self.explain = explain
             self.remedy = remedy
             self.report = report
+            self.signIn = signIn
         }
     }
 
@@ -64,7 +70,7 @@ public actor MCPProxy {
     let sender: any AuthorizedRequestSender
     let transport: AsyncHTTPClientTransport
     let logger: Logger
-    private let deliver: @Sendable (Data) async -> Void
+    let deliver: @Sendable (Data) async -> Void
 
     var sessionID: String?
     var protocolVersion: String?
@@ -80,6 +86,14 @@ public actor MCPProxy {
     /// request reaches the server or the provider, however often the client asks (an MCP host
     /// that retries would otherwise storm both).
     var ended: MCPProxyFailure?
+    /// Whether the client's `initialize` said it shows URLs (URL-mode elicitation).
+    var showsURLs = false
+    /// The proxy's own requests to the client, by id, and where their answers go.
+    var elicitations: [JSONValue: AsyncStream<Bool>.Continuation] = [:]
+    /// The id of the last page the client was asked to show.
+    var lastElicitation: String?
+    /// The proxy's one sign-in through the client, once started.
+    var signInAttempt: Task<Bool, Never>?
 
     /// A proxy that sends with `sender`'s tokens (a ``Credential``'s, or an agent's) through
     /// `transport`, and hands each message for the client — one JSON-RPC message or batch,
@@ -100,6 +114,8 @@ public actor MCPProxy {
     /// Forwards one message of the client (one line of its standard output, without the line
     /// feed). It returns at once: messages are sent side by side, as the client sent them.
     public func forward(_ message: Data) {
+        // The client's answer to the proxy's own request is the proxy's, not the server's.
+        if answeredOwnRequest(JSONRPCPeek(message)) { return }
         let key = UUID()
         inFlight[key] = Task {
             await self.post(message)
@@ -110,6 +126,7 @@ public actor MCPProxy {
     /// Waits for the messages in flight to be answered, closes the server's stream and ends the
     /// session (an HTTP DELETE): what the proxy does when its client closes its input.
     public func finish() async {
+        abandonOwnRequests()
         while let task = inFlight.values.first {
             await task.value
         }
@@ -121,8 +138,11 @@ public actor MCPProxy {
         sessionID = nil
     }
 
-    private func post(_ message: Data) async {
+    /// Sends `message`; a request that fails because the account must sign in again is sent
+    /// once more when a sign-in through the client mended it (`retry`).
+    private func post(_ message: Data, retry: Bool = true) async {
         let peek = JSONRPCPeek(message)
+        if peek.offersURLElicitation { showsURLs = true }
         logger.trace(
             "forwarding a message", metadata: ["method": "\(peek.method ?? "-")", "bytes": "\(message.count)"])
         if peek.method == "initialize" {
@@ -137,6 +157,7 @@ public actor MCPProxy {
         let request = self.request(.post, accepting: "application/json, text/event-stream")
         switch await exchange(request, body: message, stream: stream, timeout: configuration.requestTimeout) {
         case .failure(let failure):
+            if retry, peek.isRequest, await signedInAgain() { return await post(message, retry: false) }
             await fail(peek, failure)
         case .success(let answer):
             switch AnswerOutcome.of(answer, sentSession: sentSession) {
@@ -150,6 +171,9 @@ public actor MCPProxy {
                 }
             case .failed(let code, let status, let scope, let description):
                 if code == .sessionEnded { sessionID = nil }
+                if retry, peek.isRequest, ended != nil, await signedInAgain() {
+                    return await post(message, retry: false)
+                }
                 let failure = MCPProxyFailure(
                     code, endpoint: configuration.endpoint, status: status, scope: scope, serverDescription: description
                 )

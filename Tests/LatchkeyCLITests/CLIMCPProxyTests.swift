@@ -151,11 +151,17 @@ struct CLIMCPProxyTests {
     @Test("after a sign-out, a running proxy answers each call with an error that says to sign in, and exits")
     func signOutEndsTheProxies() async throws {
         let setup = try await Setup.start()
+        let gate = try TemporaryFolder()
+        defer { gate.cleanUp() }
         let client = try await PythonMCPClient.start(
-            device: setup.device, endpoint: setup.server.endpoint, calls: 30, pause: 0.1)
-        while setup.dev.faults.count("introspection") < 5 { try await Task.sleep(for: .milliseconds(20)) }
+            device: setup.device, endpoint: setup.server.endpoint, calls: 30, text: "c", gate: (gate.path, 10))
+        defer { [0, 10, 20].forEach(gate.openGate) }
+        gate.openGate(0)
+        try await gate.waitForGate(of: "c", at: 10)
         let signOut = try await setup.device.run("signout", "--yes")
         #expect(signOut.status == 0, "\(signOut.stderr)")
+        gate.openGate(10)
+        gate.openGate(20)
         let report = try await PythonMCPClient.report(of: client)
         #expect(report.status == 0, "the client ended: no call hung")
         #expect(!report.errors.isEmpty)
@@ -172,12 +178,19 @@ struct CLIMCPProxyTests {
     )
     func revokedGrant() async throws {
         let setup = try await Setup.start()
+        let gate = try TemporaryFolder()
+        defer { gate.cleanUp() }
         let client = try await PythonMCPClient.start(
-            device: setup.device, endpoint: setup.server.endpoint, calls: 30, pause: 0.05)
-        while setup.dev.faults.count("introspection") < 5 { try await Task.sleep(for: .milliseconds(20)) }
+            device: setup.device, endpoint: setup.server.endpoint, calls: 30, text: "c", gate: (gate.path, 10))
+        // A client that stopped early must not keep waiting after a failure.
+        defer { [0, 10, 20].forEach(gate.openGate) }
+        gate.openGate(0)
+        try await gate.waitForGate(of: "c", at: 10)
         // Each request the server gets with a token is one introspection at the provider.
         let (requests, refreshes) = (setup.dev.faults.count("introspection"), setup.dev.faults.count(.token))
         #expect(await setup.dev.endSessions(of: "alice") >= 1, "an administrator ended alice's grant")
+        gate.openGate(10)
+        gate.openGate(20)
         let report = try await PythonMCPClient.report(of: client)
         #expect(report.status == 0, "the client ended: no call hung")
         #expect(report.errors.count >= 20, "the calls after the revocation failed: \(report.errors.count)")
@@ -201,12 +214,5 @@ struct CLIMCPProxyTests {
         #expect(error.contains("files:write") || report.stderr.contains("files:write"), "\(report.stderr)")
         #expect(report.stderr.contains("latchkey login --resource \(setup.server.endpoint.absoluteString)"))
         await setup.stop()
-    }
-}
-
-extension TemporaryFolder {
-    /// How many calls a gated MCP client named `name` made when it last waited.
-    fileprivate func progress(of name: String) -> Int? {
-        (try? String(contentsOfFile: file(name), encoding: .utf8)).flatMap { Int($0) }
     }
 }

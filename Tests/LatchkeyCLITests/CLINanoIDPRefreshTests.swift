@@ -59,13 +59,19 @@ struct CLINanoIDPRefreshTests {
         let setup = try await CLINanoIDPTests.Setup.start(accessTokenMinutes: 1, refreshTokenMinutes: 2)
         let signedIn = try await setup.pasteSignIn()
         #expect(signedIn.status == 0, "\(signedIn.stderr)")
+        let gate = try TemporaryFolder()
+        defer { gate.cleanUp() }
         let client = try await PythonMCPClient.start(
-            device: setup.device, endpoint: setup.server.endpoint, calls: 30, pause: 0.05)
-        while try await setup.nano.introspections() < 5 { try await Task.sleep(for: .milliseconds(20)) }
+            device: setup.device, endpoint: setup.server.endpoint, calls: 30, text: "c", gate: (gate.path, 10))
+        defer { [0, 10, 20].forEach(gate.openGate) }
+        gate.openGate(0)
+        try await gate.waitForGate(of: "c", at: 10)
         // Past both the access token's and the refresh token's lifetime: the grant is over.
         try setup.nano.shiftClock(to: 5 * 60)
         let requests = try await setup.nano.introspections()
         let tokenRequests = try await setup.nano.audit().filter { $0.event == "token_request" }.count
+        gate.openGate(10)
+        gate.openGate(20)
 
         let report = try await PythonMCPClient.report(of: client)
         #expect(report.status == 0, "the client ended: no call hung")

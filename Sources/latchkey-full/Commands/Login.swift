@@ -40,7 +40,10 @@ struct Login: AsyncParsableCommand {
     @Flag(
         help: "With --browser: only print the URL to open (on another machine, say); do not open a browser here.")
     var noBrowser = false
-    @Option(help: "Who is expected to sign in (an email address or username): sent as login_hint with --browser.")
+    @Option(
+        help:
+            "Who is expected to sign in (an email address or username): sent as login_hint, in the browser's request or the device code's."
+    )
     var loginHint: String?
     @Flag(
         help:
@@ -61,8 +64,8 @@ struct Login: AsyncParsableCommand {
         guard timeout > 0 else { throw ValidationError("--timeout must be positive.") }
         guard (0...65_535).contains(redirectPort) else { throw ValidationError("--redirect-port must be 0 to 65535.") }
         if paste, device { throw ValidationError("--paste goes with the browser sign-in, not --device.") }
-        if loginHint != nil, device || passwordStdin {
-            throw ValidationError("--login-hint goes with the browser sign-in.")
+        if loginHint != nil, passwordStdin {
+            throw ValidationError("--login-hint goes with the browser or device sign-in.")
         }
         if paste, passwordStdin {
             throw ValidationError(

@@ -18,7 +18,9 @@ struct MCPProxyCommand: AsyncParsableCommand {
             account's token for the server (RFC 8707), each message the server sends back is written \
             out as it arrives. Every proxy process shares the account's one refresh: a rotating \
             refresh token is never replayed. A request that fails is answered with a JSON-RPC error \
-            that says why (and on standard error): sign in with `latchkey login --resource URL` first.
+            that says why (and on standard error): sign in with `latchkey login --resource URL` first. \
+            Where the host shows URLs (MCP URL-mode elicitation), an account that must sign in again \
+            does so without leaving it: the host opens a device code's page, and the request waits.
 
             Exit status: 0 the client closed standard input; 1 the proxy could not start (no \
             account, standard input not a pipe); 2 a usage error.
@@ -60,11 +62,16 @@ struct MCPProxyCommand: AsyncParsableCommand {
         let sender = try await source.requestSender()
         // A step-up sign-in keeps what the grant allows (read now; unknown through an agent).
         let granted = try await source.grantedScopes() ?? ["openid", "offline_access"]
+        // Who the account is, for the sign-in it may need (read now: a signed-out account is gone).
+        let again = try await source.reSignIn()
+        let hint = again?.loginHint
         let configuration = MCPProxy.Configuration(
             endpoint: endpoint, resource: resource, scopes: scope.map { $0.split(separator: " ").map(String.init) },
-            requestTimeout: .seconds(timeout), explain: { Self.explain($0, resource: resource, granted: granted) },
-            remedy: { Self.remedy($0, resource: resource, granted: granted) },
-            report: { Output.error(Self.explain($0, resource: resource, granted: granted)) })
+            requestTimeout: .seconds(timeout),
+            explain: { Self.explain($0, resource: resource, granted: granted, loginHint: hint) },
+            remedy: { Self.remedy($0, resource: resource, granted: granted, loginHint: hint) },
+            report: { Output.error(Self.explain($0, resource: resource, granted: granted, loginHint: hint)) },
+            signIn: again.map { Self.signIn($0, resource: resource, global: global) })
         // Connections are kept idle for less than the 5 s after which uvicorn (the Python SDK's
         // server) and Node.js close theirs: a message sent on one the server is closing would
         // fail. The transport is shut down however serving ends.
@@ -88,8 +95,9 @@ struct MCPProxyCommand: AsyncParsableCommand {
 
     /// What a failure tells the user, in the JSON-RPC error and on standard error: what happened
     /// and the command that mends it (``remedy(_:resource:granted:)``), each word quoted for a shell.
-    static func explain(_ failure: MCPProxyFailure, resource: URL, granted: [String]) -> String {
-        let command = remedy(failure, resource: resource, granted: granted).map(ShellCommand.init)
+    static func explain(_ failure: MCPProxyFailure, resource: URL, granted: [String], loginHint: String?) -> String {
+        let command = remedy(failure, resource: resource, granted: granted, loginHint: loginHint).map(
+            ShellCommand.init)
         switch failure.code {
         case .insufficientScope:
             return "\(failure) Sign in for it: `\(command.map(String.init(describing:)) ?? "")`."
@@ -105,9 +113,12 @@ struct MCPProxyCommand: AsyncParsableCommand {
 
     /// The argument vector of the sign-in that mends `failure`, when one does: a server's
     /// `scope` is one argument, never code.
-    /// A missing scope is signed in for with those `granted` (the step-up union).
-    static func remedy(_ failure: MCPProxyFailure, resource: URL, granted: [String]) -> [String]? {
-        let login = ["latchkey", "login", "--resource", resource.absoluteString]
+    /// A missing scope is signed in for with those `granted` (the step-up union); the account's
+    /// `loginHint` goes with it.
+    static func remedy(_ failure: MCPProxyFailure, resource: URL, granted: [String], loginHint: String?) -> [String]? {
+        let login =
+            ["latchkey", "login", "--resource", resource.absoluteString]
+            + (loginHint.map { ["--login-hint", $0] } ?? [])
         switch failure.code {
         case .insufficientScope:
             return login

@@ -97,7 +97,12 @@ enum SignalDeferral {
         defer { signingIn.withLockedValue { $0 = nil } }
         // A signal that came before the sign-in began still ends it.
         if received.withLockedValue({ $0 }) != nil { task.cancel() }
-        return try await task.value
+        // A caller cancelled (an `mcp-proxy` whose client went away) cancels the sign-in too.
+        return try await withTaskCancellationHandler {
+            try await task.value
+        } onCancel: {
+            task.cancel()
+        }
     }
 
     /// Ends the process by the signal it received, if it received one: called on the way out, so

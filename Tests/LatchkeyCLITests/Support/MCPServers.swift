@@ -63,6 +63,8 @@ struct PythonMCPClient {
         var answers: [String]
         var errors: [String]
         var whoami: String?
+        /// The pages the proxy asked the client to show (URL-mode elicitation): mode, url, message.
+        var elicited: [[String: String]]
         var stderr: String
         var status: Int32
     }
@@ -71,11 +73,13 @@ struct PythonMCPClient {
     /// one that waits at every `every`-th call for the test (see `scripts/mcp/client.py`).
     static func start(
         device: Device, endpoint: URL, calls: Int, pause: Double = 0, text: String = "hello",
-        gate: (folder: String, every: Int)? = nil, proxyArguments: [String] = [],
-        environment: [String: String] = [:]
+        gate: (folder: String, every: Int)? = nil, elicit: (folder: String, answer: String)? = nil,
+        proxyArguments: [String] = [], environment: [String: String] = [:]
     ) async throws -> ChildProcess {
         let (python, arguments) = Scripts.python("mcp/client.py")
-        let gating = gate.map { ["--gate", $0.folder, "--every", "\($0.every)"] } ?? []
+        let gating =
+            (gate.map { ["--gate", $0.folder, "--every", "\($0.every)"] } ?? [])
+            + (elicit.map { ["--elicit", $0.folder, "--elicitation-answer", $0.answer] } ?? [])
         let client =
             ["--calls", "\(calls)", "--pause", "\(pause)", "--text", text] + gating + [
                 "--", CLI.binary.path, "--home", device.path, "mcp-proxy", endpoint.absoluteString,
@@ -90,8 +94,9 @@ struct PythonMCPClient {
         let report = try #require(object, "the client printed no report: \(result.stderr)")
         return Report(
             tools: report["tools"] as? [String] ?? [], answers: report["answers"] as? [String] ?? [],
-            errors: report["errors"] as? [String] ?? [], whoami: report["whoami"] as? String, stderr: result.stderr,
-            status: result.status)
+            errors: report["errors"] as? [String] ?? [], whoami: report["whoami"] as? String,
+            elicited: (report["elicited"] as? [[String: Any]] ?? []).map { $0.compactMapValues { $0 as? String } },
+            stderr: result.stderr, status: result.status)
     }
 
     static func run(
@@ -102,5 +107,26 @@ struct PythonMCPClient {
             of: start(
                 device: device, endpoint: endpoint, calls: calls, pause: pause, text: text,
                 proxyArguments: proxyArguments, environment: environment))
+    }
+}
+
+/// The gates of MCP clients started with `gate:` (see `scripts/mcp/client.py`): before every
+/// K-th call a client writes how many calls it made to the file named after its `text`, and
+/// waits for `go-INDEX`. A test changes the world between two calls, never during one.
+extension TemporaryFolder {
+    /// How many calls a gated MCP client named `name` made when it last waited.
+    func progress(of name: String) -> Int? {
+        (try? String(contentsOfFile: file(name), encoding: .utf8)).flatMap { Int($0) }
+    }
+
+    /// Lets the clients waiting at call `index` go on.
+    func openGate(_ index: Int) {
+        _ = FileManager.default.createFile(atPath: file("go-\(index)"), contents: nil)
+    }
+
+    /// Waits until the client `name` waits at call `index`: two minutes at most.
+    func waitForGate(of name: String, at index: Int) async throws {
+        for _ in 0..<6_000 where progress(of: name) != index { try await Task.sleep(for: .milliseconds(20)) }
+        try #require(progress(of: name) == index, "the client \(name) reached call \(index)")
     }
 }

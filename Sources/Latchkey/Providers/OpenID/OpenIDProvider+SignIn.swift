@@ -9,7 +9,8 @@ extension OpenIDProvider {
     ///   - scopes: the scopes to ask for; the configuration's by default.
     ///   - resources: the resources the grant is for (RFC 8707); the configuration's by default.
     ///     They are kept with the credential (``Token/resources``).
-    ///   - loginHint: who is expected to sign in (`login_hint`), for a sign-in through the browser.
+    ///   - loginHint: who is expected to sign in (`login_hint`), for a sign-in through the browser
+    ///     or by device code.
     ///   - store: where the credential goes.
     ///   - tags: application tags for the credential.
     ///   - makeDefault: make it the default account (the first account always becomes it).
@@ -31,7 +32,7 @@ extension OpenIDProvider {
     }
 
     /// The tokens of a sign-in, not stored, for `resources` (RFC 8707; the configuration's by
-    /// default) too; `loginHint` goes with a sign-in through the browser.
+    /// default) too; `loginHint` goes with a sign-in through the browser or by device code.
     public func token(
         for method: SignInMethod, scopes: [String]? = nil, resources: [URL]? = nil, loginHint: String? = nil
     ) async throws(ProviderError) -> Token {
@@ -54,7 +55,8 @@ extension OpenIDProvider {
                 throw error
             }
         case .deviceCode(let prompt):
-            let authorization = try await startDeviceAuthorization(scopes: scopes, resources: resources)
+            let authorization = try await startDeviceAuthorization(
+                scopes: scopes, resources: resources, loginHint: loginHint)
             await prompt(authorization)
             return try await completeDeviceAuthorization(authorization)
         }
@@ -190,12 +192,16 @@ extension OpenIDProvider {
 
     // MARK: Device authorization grant (RFC 8628)
 
-    /// Asks for a device code and a user code.
-    public func startDeviceAuthorization(scopes: [String]? = nil, resources: [URL]? = nil) async throws(ProviderError)
-        -> DeviceAuthorization
-    {
+    /// Asks for a device code and a user code; `loginHint` (who is expected to sign in) goes as
+    /// `login_hint`, which RFC 8628 leaves to providers: one that does not know it ignores it
+    /// (RFC 6749 §3.1).
+    public func startDeviceAuthorization(
+        scopes: [String]? = nil, resources: [URL]? = nil, loginHint: String? = nil
+    ) async throws(ProviderError) -> DeviceAuthorization {
         let resources = resources ?? configuration.resources
-        let form = [("scope", (scopes ?? configuration.scopes).joined(separator: " "))] + Self.resourceFields(resources)
+        let form =
+            [("scope", (scopes ?? configuration.scopes).joined(separator: " "))] + Self.resourceFields(resources)
+            + (loginHint.map { [("login_hint", $0)] } ?? [])
         let fields = try await wire.json(
             .form(
                 .deviceAuthorization, try await endpoint(.deviceAuthorization), form, clientID: configuration.clientID,

@@ -28,6 +28,10 @@ protocol AccountSource: Sendable {
     /// here; `nil` where it cannot (an agent's account signs in on the agent's machine).
     func grantedScopes() async throws -> [String]?
 
+    /// How the account signs in again from here (``AccountReSignIn``); `nil` where it cannot
+    /// (an agent's account signs in on the agent's machine).
+    func reSignIn() async throws -> AccountReSignIn?
+
     /// What a resource is checked against before a token is asked for it (``ResourceGate``):
     /// the account's issuer and the resources the user paired with it. `resource` is the one the
     /// token would be asked for, if any: an agent's socket limited to others refuses here.
@@ -103,4 +107,12 @@ extension GlobalOptions {
         }
         return StoreAccountSource(home: location, reference: reference)
     }
+}
+
+/// How an account signs in again: at its provider, with who it is as the `login_hint`.
+struct AccountReSignIn: Sendable {
+    /// The name of the account's provider.
+    var provider: String
+    /// The account's email or username, as its provider said.
+    var loginHint: String?
 }

@@ -53,6 +53,8 @@ struct AgentAccountSource: AccountSource {
     /// An agent's account widens its grant by a sign-in on the agent's machine, not here.
     func grantedScopes() async throws -> [String]? { nil }
 
+    func reSignIn() async throws -> AccountReSignIn? { nil }
+
     /// The agent's machine holds the providers, and what the user paired with them.
     func trustBasis(resource: String?) async throws -> TrustBasis {
         let answer = try await RemoteAgent.ask(AgentRequest(.describe, account: account, resource: resource), at: path)

@@ -147,6 +147,15 @@ struct StoreAccountSource: AccountSource {
         try await account { _ in false }.stored.token.scopes ?? []
     }
 
+    func reSignIn() async throws -> AccountReSignIn? {
+        let context = try await account { _ in false }
+        guard let provider = context.session.providerName(of: context.stored) else { return nil }
+        let metadata = context.stored.metadata
+        // What the provider said of the account, else what the user called it (not its id).
+        let named = reference.flatMap { $0 == context.stored.id.rawValue || $0.isEmpty ? nil : $0 }
+        return AccountReSignIn(provider: provider, loginHint: metadata.email ?? metadata.preferredUsername ?? named)
+    }
+
     func trustBasis(resource: String?) async throws -> TrustBasis {
         let context = try await account { _ in false }
         return try await context.session.trustBasis(of: context.stored)

@@ -31,8 +31,11 @@ struct AccountSignIn {
     var noBrowser = false
     /// With ``browser``: no listener; the redirect's URL is pasted on standard input.
     var paste = false
-    /// With ``browser``: who is expected to sign in (`login_hint`).
+    /// Who is expected to sign in (`login_hint`).
     var loginHint: String?
+    /// With ``device``: shows the code instead of the terminal (an MCP client, through
+    /// `mcp-proxy`); nothing is then written here.
+    var devicePrompt: (@Sendable (DeviceAuthorization) async -> Void)?
 
     /// Who a sign-in signed in.
     struct SignedIn {
@@ -192,6 +195,7 @@ struct AccountSignIn {
                     countdown.start(until: deadline, "Waiting for the browser")
                 })
         }
+        if let devicePrompt { return .deviceCode(prompt: devicePrompt) }
         return .deviceCode(prompt: { [global] authorization in
             let uri = authorization.verificationURIComplete ?? authorization.verificationURI
             if global.json {
