@@ -29,25 +29,23 @@ struct CLIMCPElicitationTests {
         let setup = try await CLIMCPProxyTests.Setup.start()
         let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
-        let gate = try TemporaryFolder()
-        defer { gate.cleanUp() }
-        let client = try await PythonMCPClient.start(
-            device: setup.device, endpoint: setup.server.endpoint, calls: 30, pause: 0.05, text: "c",
-            gate: (gate.path, 10), elicit: (folder.path, "accept"))
-        defer { [0, 10, 20].forEach(gate.openGate) }
-        gate.openGate(0)
-        try await gate.waitForGate(of: "c", at: 10)
-        #expect(await setup.dev.endSessions(of: "alice") >= 1, "an administrator ended alice's grant")
-        gate.openGate(10)
-        gate.openGate(20)
-
-        // The user opens the page the host shows, and approves the code on it.
-        let page = try await Self.shownURL(in: folder)
-        #expect(page.path == setup.dev.url(.deviceVerification).path)
-        let code = try #require(page.queryItems?.first { $0.name == "user_code" }?.value)
-        try await CLILoginTests.approve(code, at: setup.dev)
-
-        let report = try await PythonMCPClient.report(of: client)
+        var approval: Task<String, any Error>?
+        let report = try await PythonMCPClient.run(
+            device: setup.device, endpoint: setup.server.endpoint, pause: 0.05, elicit: (folder.path, "accept")
+        ) {
+            #expect(await setup.dev.endSessions(of: "alice") >= 1, "an administrator ended alice's grant")
+            // The user opens the page the host shows, and approves the code on it. The host is
+            // asked during the client's next call, after the gate opens: the user acts meanwhile.
+            let dev = setup.dev
+            approval = Task {
+                let page = try await Self.shownURL(in: folder)
+                #expect(page.path == dev.url(.deviceVerification).path)
+                let code = try #require(page.queryItems?.first { $0.name == "user_code" }?.value)
+                try await CLILoginTests.approve(code, at: dev)
+                return code
+            }
+        }
+        let code = try #require(try await approval?.value)
         #expect(report.errors.isEmpty, "\(report.errors) \(report.stderr.suffix(3000))")
         #expect(report.answers.count == 30, "every call answered, the one that waited included")
         #expect(report.elicited.count == 1, "one sign-in, asked once: \(report.elicited)")
@@ -64,31 +62,20 @@ struct CLIMCPElicitationTests {
         let setup = try await CLIMCPProxyTests.Setup.start(requiring: ["email"])
         let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
-        let gate = try TemporaryFolder()
-        defer { gate.cleanUp() }
-        let client = try await PythonMCPClient.start(
-            device: setup.device, endpoint: setup.server.endpoint, calls: 30, pause: 0.25, text: "c",
-            gate: (gate.path, 10), elicit: (folder.path, "decline"), proxyArguments: ["--account", "alice@example.com"])
-        defer { [0, 10, 20].forEach(gate.openGate) }
-        gate.openGate(0)
-        try await gate.waitForGate(of: "c", at: 10)
-        let tokenRequests = setup.dev.faults.count(.token)
-        #expect(await setup.dev.endSessions(of: "alice") >= 1)
-        gate.openGate(10)
-        gate.openGate(20)
+        var tokenRequests = 0
         // The calls go on for longer than the device code's polling interval (5 s): a code
         // polled for would reach the token endpoint meanwhile.
-        let report = try await PythonMCPClient.report(of: client)
-        #expect(report.status == 0, "the client ended: no call hung")
-        #expect(report.elicited.count == 1, "asked once, not at every call: \(report.elicited.count)")
-        #expect(report.errors.count >= 20)
-        for error in report.errors {
-            // The account's own sign-in: who it is as the login hint.
-            #expect(
-                error.contains(
-                    "latchkey login --resource \(setup.server.endpoint.absoluteString) --login-hint alice@example.com"),
-                "\(error)")
+        let report = try await PythonMCPClient.run(
+            device: setup.device, endpoint: setup.server.endpoint, pause: 0.25, elicit: (folder.path, "decline"),
+            proxyArguments: ["--account", "alice@example.com"]
+        ) {
+            tokenRequests = setup.dev.faults.count(.token)
+            #expect(await setup.dev.endSessions(of: "alice") >= 1)
         }
+        #expect(report.elicited.count == 1, "asked once, not at every call: \(report.elicited.count)")
+        // The account's own sign-in: who it is as the login hint.
+        report.expectCallsFailed(
+            naming: "latchkey login --resource \(setup.server.endpoint.absoluteString) --login-hint alice@example.com")
         #expect(
             setup.dev.faults.count(.token) - tokenRequests <= 1, "a refresh attempt at most, and no device code polled")
         await setup.stop()

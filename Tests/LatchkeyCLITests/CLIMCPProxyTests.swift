@@ -151,24 +151,12 @@ struct CLIMCPProxyTests {
     @Test("after a sign-out, a running proxy answers each call with an error that says to sign in, and exits")
     func signOutEndsTheProxies() async throws {
         let setup = try await Setup.start()
-        let gate = try TemporaryFolder()
-        defer { gate.cleanUp() }
-        let client = try await PythonMCPClient.start(
-            device: setup.device, endpoint: setup.server.endpoint, calls: 30, text: "c", gate: (gate.path, 10))
-        defer { [0, 10, 20].forEach(gate.openGate) }
-        gate.openGate(0)
-        try await gate.waitForGate(of: "c", at: 10)
-        let signOut = try await setup.device.run("signout", "--yes")
-        #expect(signOut.status == 0, "\(signOut.stderr)")
-        gate.openGate(10)
-        gate.openGate(20)
-        let report = try await PythonMCPClient.report(of: client)
-        #expect(report.status == 0, "the client ended: no call hung")
-        #expect(!report.errors.isEmpty)
-        #expect(report.answers.count + report.errors.count == 31, "every call answered, the last whoami included")
-        for error in report.errors {
-            #expect(error.contains("latchkey login --resource \(setup.server.endpoint.absoluteString)"), "\(error)")
+        let report = try await PythonMCPClient.run(device: setup.device, endpoint: setup.server.endpoint) {
+            let signOut = try await setup.device.run("signout", "--yes")
+            #expect(signOut.status == 0, "\(signOut.stderr)")
         }
+        report.expectCallsFailed(naming: "latchkey login --resource \(setup.server.endpoint.absoluteString)")
+        #expect(report.answers.count + report.errors.count == 31, "every call answered, the last whoami included")
         #expect(await setup.dev.liveGrants(of: "alice") == 0, "the sign-out ended the grant")
         await setup.stop()
     }
@@ -178,25 +166,13 @@ struct CLIMCPProxyTests {
     )
     func revokedGrant() async throws {
         let setup = try await Setup.start()
-        let gate = try TemporaryFolder()
-        defer { gate.cleanUp() }
-        let client = try await PythonMCPClient.start(
-            device: setup.device, endpoint: setup.server.endpoint, calls: 30, text: "c", gate: (gate.path, 10))
-        // A client that stopped early must not keep waiting after a failure.
-        defer { [0, 10, 20].forEach(gate.openGate) }
-        gate.openGate(0)
-        try await gate.waitForGate(of: "c", at: 10)
-        // Each request the server gets with a token is one introspection at the provider.
-        let (requests, refreshes) = (setup.dev.faults.count("introspection"), setup.dev.faults.count(.token))
-        #expect(await setup.dev.endSessions(of: "alice") >= 1, "an administrator ended alice's grant")
-        gate.openGate(10)
-        gate.openGate(20)
-        let report = try await PythonMCPClient.report(of: client)
-        #expect(report.status == 0, "the client ended: no call hung")
-        #expect(report.errors.count >= 20, "the calls after the revocation failed: \(report.errors.count)")
-        for error in report.errors {
-            #expect(error.contains("latchkey login --resource \(setup.server.endpoint.absoluteString)"), "\(error)")
+        var (requests, refreshes) = (0, 0)
+        let report = try await PythonMCPClient.run(device: setup.device, endpoint: setup.server.endpoint) {
+            // Each request the server gets with a token is one introspection at the provider.
+            (requests, refreshes) = (setup.dev.faults.count("introspection"), setup.dev.faults.count(.token))
+            #expect(await setup.dev.endSessions(of: "alice") >= 1, "an administrator ended alice's grant")
         }
+        report.expectCallsFailed(naming: "latchkey login --resource \(setup.server.endpoint.absoluteString)")
         #expect(setup.dev.faults.count(.token) - refreshes <= 1, "one refresh attempt at most")
         #expect(
             setup.dev.faults.count("introspection") - requests <= 2,

@@ -59,26 +59,14 @@ struct CLINanoIDPRefreshTests {
         let setup = try await CLINanoIDPTests.Setup.start(accessTokenMinutes: 1, refreshTokenMinutes: 2)
         let signedIn = try await setup.pasteSignIn()
         #expect(signedIn.status == 0, "\(signedIn.stderr)")
-        let gate = try TemporaryFolder()
-        defer { gate.cleanUp() }
-        let client = try await PythonMCPClient.start(
-            device: setup.device, endpoint: setup.server.endpoint, calls: 30, text: "c", gate: (gate.path, 10))
-        defer { [0, 10, 20].forEach(gate.openGate) }
-        gate.openGate(0)
-        try await gate.waitForGate(of: "c", at: 10)
-        // Past both the access token's and the refresh token's lifetime: the grant is over.
-        try setup.nano.shiftClock(to: 5 * 60)
-        let requests = try await setup.nano.introspections()
-        let tokenRequests = try await setup.nano.audit().filter { $0.event == "token_request" }.count
-        gate.openGate(10)
-        gate.openGate(20)
-
-        let report = try await PythonMCPClient.report(of: client)
-        #expect(report.status == 0, "the client ended: no call hung")
-        #expect(report.errors.count >= 20, "the calls after the grant ended failed: \(report.errors.count)")
-        for error in report.errors {
-            #expect(error.contains("latchkey login --resource \(setup.resource)"), "\(error)")
+        var (requests, tokenRequests) = (0, 0)
+        let report = try await PythonMCPClient.run(device: setup.device, endpoint: setup.server.endpoint) {
+            // Past both the access token's and the refresh token's lifetime: the grant is over.
+            try setup.nano.shiftClock(to: 5 * 60)
+            requests = try await setup.nano.introspections()
+            tokenRequests = try await setup.nano.audit().filter { $0.event == "token_request" }.count
         }
+        report.expectCallsFailed(naming: "latchkey login --resource \(setup.resource)")
         let refreshes = try await setup.nano.audit().filter { $0.event == "token_request" }.count - tokenRequests
         #expect(refreshes <= 1, "one refresh attempt at most: \(refreshes)")
         let sent = try await setup.nano.introspections() - requests
@@ -94,11 +82,8 @@ struct CLINanoIDPRefreshTests {
         let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         let browser = try RecordingBrowser(in: folder)
-        let login = try await ChildProcess.start(
-            URL(fileURLWithPath: "/bin/sh"), ["-c", "exec \"$LATCHKEY\" --home \"$HOME_DIR\" --json \(command)"],
-            environment: CLI.environment([
-                "LATCHKEY": CLI.binary.path, "HOME_DIR": setup.device.path, "BROWSER": browser.command,
-            ]), input: "")
+        let login = try await CLI.startInShell(
+            command, home: setup.device.path, environment: ["BROWSER": browser.command])
         let first = try await login.standardOutput { $0.contains("\n") }
         let url = try #require(try CLILoginTests.documents(first).first??["url"] as? String, "\(first)")
         try await setup.nano.playBrowser(at: url)

@@ -106,12 +106,7 @@ struct CLIResourceTrustTests: DevProviderCLITest {
             let folder = try TemporaryFolder()
             defer { folder.cleanUp() }
             let browser = try RecordingBrowser(in: folder)
-            let login = try await ChildProcess.start(
-                URL(fileURLWithPath: "/bin/sh"),
-                ["-c", "exec \"$LATCHKEY\" --home \"$HOME_DIR\" --json \(command)"],
-                environment: CLI.environment([
-                    "LATCHKEY": CLI.binary.path, "HOME_DIR": a.path, "BROWSER": browser.command,
-                ]), input: "")
+            let login = try await CLI.startInShell(command, home: a.path, environment: ["BROWSER": browser.command])
             let first = try await login.standardOutput { $0.contains("\n") }
             let prompt = try #require(try CLILoginTests.documents(first).first ?? nil)
             let url = try #require((prompt["url"] as? String).flatMap(URLComponents.init(string:)), "\(first)")

@@ -36,6 +36,16 @@ enum CLI {
                 binary, arguments, environment: Self.environment(environment), input: input.map { $0 + "\n" } ?? ""))
     }
 
+    /// Starts `latchkey --home HOME --json COMMAND` in a POSIX shell, `command` (the words after
+    /// `latchkey`) as a message printed it: what a user, or an AI agent, pasting it runs.
+    static func startInShell(_ command: String, home: String, environment extra: [String: String] = [:])
+        async throws -> ChildProcess
+    {
+        try await ChildProcess.start(
+            URL(fileURLWithPath: "/bin/sh"), ["-c", "exec \"$LATCHKEY\" --home \"$HOME_DIR\" --json \(command)"],
+            environment: environment(extra.merging(["LATCHKEY": binary.path, "HOME_DIR": home]) { $1 }), input: "")
+    }
+
     /// Starts `latchkey ARGUMENTS`, for a test that talks to it while it runs.
     static func start(_ arguments: [String], environment extra: [String: String] = [:]) async throws -> ChildProcess {
         try await ChildProcess.start(binary, arguments, environment: environment(extra), input: "")

@@ -12,6 +12,18 @@ enum Scripts {
     static func python(_ script: String) -> (URL, [String]) {
         (URL(fileURLWithPath: "/usr/bin/env"), ["python3", folder.appendingPathComponent(script).path])
     }
+
+    /// Whether python3 imports `modules` (comma separated): for a suite's `.enabled(if:)`.
+    static func pythonCanImport(_ modules: String) -> Bool {
+        let check = Process()
+        check.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        check.arguments = ["python3", "-c", "import \(modules)"]
+        check.standardOutput = FileHandle.nullDevice
+        check.standardError = FileHandle.nullDevice
+        guard (try? check.run()) != nil else { return false }
+        check.waitUntilExit()
+        return check.terminationStatus == 0
+    }
 }
 
 /// An OAuth-protected MCP server of the Python `mcp` SDK (`scripts/mcp/protected_server.py`)
@@ -22,16 +34,7 @@ struct PythonMCPServer {
 
     /// Whether the Python MCP SDK is installed (`scripts/install-deps` installs it): asked of
     /// python3 once, when the suites are planned.
-    static let isAvailable: Bool = {
-        let check = Process()
-        check.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        check.arguments = ["python3", "-c", "import mcp.server.mcpserver, mcp.client.stdio"]
-        check.standardOutput = FileHandle.nullDevice
-        check.standardError = FileHandle.nullDevice
-        guard (try? check.run()) != nil else { return false }
-        check.waitUntilExit()
-        return check.terminationStatus == 0
-    }()
+    static let isAvailable = Scripts.pythonCanImport("mcp.server.mcpserver, mcp.client.stdio")
 
     static func start(
         issuer: URL, client: String, secret: String, requiring scopes: [String] = [], jsonResponse: Bool = false,
@@ -99,6 +102,27 @@ struct PythonMCPClient {
             stderr: result.stderr, status: result.status)
     }
 
+    /// Runs a client of 30 calls whose world `change` changes after its tenth (its gates, in
+    /// `folder`, hold it there meanwhile), and reports.
+    static func run(
+        device: Device, endpoint: URL, pause: Double = 0, elicit: (folder: String, answer: String)? = nil,
+        proxyArguments: [String] = [], changingAfterTenCalls change: () async throws -> Void
+    ) async throws -> Report {
+        let gate = try TemporaryFolder()
+        defer { gate.cleanUp() }
+        let client = try await start(
+            device: device, endpoint: endpoint, calls: 30, pause: pause, text: "c", gate: (gate.path, 10),
+            elicit: elicit, proxyArguments: proxyArguments)
+        // A client that stopped early must not keep waiting after a failure.
+        defer { [0, 10, 20].forEach(gate.openGate) }
+        gate.openGate(0)
+        try await gate.waitForGate(of: "c", at: 10)
+        try await change()
+        gate.openGate(10)
+        gate.openGate(20)
+        return try await report(of: client)
+    }
+
     static func run(
         device: Device, endpoint: URL, calls: Int, pause: Double = 0, text: String = "hello",
         proxyArguments: [String] = [], environment: [String: String] = [:]
@@ -107,6 +131,16 @@ struct PythonMCPClient {
             of: start(
                 device: device, endpoint: endpoint, calls: calls, pause: pause, text: text,
                 proxyArguments: proxyArguments, environment: environment))
+    }
+}
+
+extension PythonMCPClient.Report {
+    /// Expects the client ended, and the calls after a grant ended (20 and whoami) failed, each
+    /// naming `login`.
+    func expectCallsFailed(naming login: String) {
+        #expect(status == 0, "the client ended: no call hung")
+        #expect(errors.count >= 20, "the calls after the grant ended failed: \(errors.count)")
+        for error in errors { #expect(error.contains(login), "\(error)") }
     }
 }
 

@@ -27,17 +27,7 @@ struct NanoIDP {
     }()
 
     /// Whether nanoidp and libfaketime are installed: asked once, when the suites are planned.
-    static let isAvailable: Bool = {
-        guard libfaketime != nil else { return false }
-        let check = Process()
-        check.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        check.arguments = ["python3", "-c", "import nanoidp"]
-        check.standardOutput = FileHandle.nullDevice
-        check.standardError = FileHandle.nullDevice
-        guard (try? check.run()) != nil else { return false }
-        check.waitUntilExit()
-        return check.terminationStatus == 0
-    }()
+    static let isAvailable = libfaketime != nil && Scripts.pythonCanImport("nanoidp")
 
     /// Starts a nanoidp whose access tokens live `accessTokenMinutes` and whose refresh tokens
     /// live `refreshTokenMinutes` and rotate on every use.
