@@ -42,6 +42,67 @@ struct CLIResourceFirstTests {
         await dev.stop()
     }
 
+    /// A client's metadata document, published at the URL that is its id (the development
+    /// provider fetches loopback ones): the server, the id, and how often it was fetched.
+    static func publishClientDocument(grantTypes: [String]) async throws -> (
+        LoopbackServer, String, NIOLockedValueBox<Int>
+    ) {
+        let documentURL = NIOLockedValueBox("")
+        let fetched = NIOLockedValueBox(0)
+        let publisher = try await LoopbackServer.start(
+            CallbackResponder<BasicRequestContext> { _, _ in
+                fetched.withLockedValue { $0 += 1 }
+                let id = documentURL.withLockedValue { $0 }
+                let document: [String: Any] = [
+                    "client_id": id, "client_name": "latchkey test", "redirect_uris": ["http://127.0.0.1/callback"],
+                    "grant_types": grantTypes, "token_endpoint_auth_method": "none", "scope": "openid offline_access",
+                ]
+                let body = try JSONSerialization.data(withJSONObject: document)
+                return Response(
+                    status: .ok, headers: [.contentType: "application/json"],
+                    body: .init(byteBuffer: ByteBuffer(bytes: body)))
+            })
+        let clientID = "http://127.0.0.1:\(publisher.port)/client.json"
+        documentURL.withLockedValue { $0 = clientID }
+        return (publisher, clientID, fetched)
+    }
+
+    @Test(
+        "--device with a metadata document's client id: signed in when the document lists the device grant (as the README says to publish), refused when it does not",
+        arguments: [true, false])
+    func clientIDMetadataDocumentDevice(listsDeviceGrant: Bool) async throws {
+        var configuration = DevProviderConfiguration.default
+        configuration.protectedResources = [.init(path: "/mcp")]
+        configuration.devicePollingInterval = 1
+        let dev = try await DevProvider.start(configuration: configuration, signingKeys: SharedSigningKeys.get())
+        let device = try Device()
+        defer { device.cleanUp() }
+        let grants =
+            ["authorization_code", "refresh_token"]
+            + (listsDeviceGrant ? ["urn:ietf:params:oauth:grant-type:device_code"] : [])
+        let (publisher, clientID, _) = try await Self.publishClientDocument(grantTypes: grants)
+        let resource = dev.issuer.appendingPathComponent("mcp").absoluteString
+        let login = try await CLI.start([
+            "--home", device.path, "--json", "login", "--resource", resource, "--client-id", clientID, "--device",
+        ])
+        if listsDeviceGrant {
+            let first = try await login.standardOutput { $0.contains("\n") }
+            let prompt = try #require(try CLILoginTests.documents(first).first ?? nil)
+            try await CLILoginTests.approve(try #require(prompt["user_code"] as? String), at: dev)
+        }
+        let finished = try await login.finish()
+        if listsDeviceGrant {
+            #expect(finished.status == 0, "\(finished.stderr)")
+            #expect(try await device.run("api", resource).status == 0)
+        } else {
+            #expect(finished.status == 1)
+            #expect(finished.stderr.contains("unauthorized_client"), "\(finished.stderr)")
+            #expect(try await device.run("token").status != 0, "nothing signed in")
+        }
+        await publisher.stop()
+        await dev.stop()
+    }
+
     @Test(
         "a client id that is a metadata document's URL: no registration, the provider fetches the document, the sign-in and the resource work"
     )
@@ -51,25 +112,8 @@ struct CLIResourceFirstTests {
         let dev = try await DevProvider.start(configuration: configuration, signingKeys: SharedSigningKeys.get())
         let device = try Device()
         defer { device.cleanUp() }
-        // The client's document, published at the URL that is its id.
-        let documentURL = NIOLockedValueBox("")
-        let fetched = NIOLockedValueBox(0)
-        let publisher = try await LoopbackServer.start(
-            CallbackResponder<BasicRequestContext> { _, _ in
-                fetched.withLockedValue { $0 += 1 }
-                let id = documentURL.withLockedValue { $0 }
-                let document: [String: Any] = [
-                    "client_id": id, "client_name": "latchkey test", "redirect_uris": ["http://127.0.0.1/callback"],
-                    "grant_types": ["authorization_code", "refresh_token", "password"],
-                    "token_endpoint_auth_method": "none", "scope": "openid offline_access",
-                ]
-                let body = try JSONSerialization.data(withJSONObject: document)
-                return Response(
-                    status: .ok, headers: [.contentType: "application/json"],
-                    body: .init(byteBuffer: ByteBuffer(bytes: body)))
-            })
-        let clientID = "http://127.0.0.1:\(publisher.port)/client.json"
-        documentURL.withLockedValue { $0 = clientID }
+        let (publisher, clientID, fetched) = try await Self.publishClientDocument(
+            grantTypes: ["authorization_code", "refresh_token", "password"])
         let resource = dev.issuer.appendingPathComponent("mcp").absoluteString
 
         let login = try await device.run(
