@@ -32,6 +32,39 @@ struct RefusedRefreshAnswerTests {
     }
 
     @Test(
+        "an application's own provider refuses an answer as a value, with its rotated refresh token: the credential keeps that token, and the refusal is thrown"
+    )
+    func providerRefusesAsValue() async throws {
+        try await withHarness(.dev) { harness in
+            let signedIn = try await harness.provider.signIn(
+                .password(username: "alice", password: "alice-password"), into: harness.store)
+            let before = try await signedIn.token
+            var refusing = ForwardingProvider(harness.provider)
+            refusing.answering = { answer in
+                guard case .token(let token) = answer, let rotated = token.refreshToken else { return answer }
+                return .refused(
+                    ProviderError(.invalidResponse, endpoint: .token, reason: "The application refused the answer."),
+                    rotatedRefreshToken: rotated)
+            }
+            let credential = await harness.store.credential(signedIn.id, provider: refusing)
+            let error = await #expect(throws: ProviderError.self) { try await credential.refresh() }
+            #expect(error?.reason == "The application refused the answer.")
+            let kept = try await signedIn.token
+            #expect(kept.refreshToken != before.refreshToken, "the rotated refresh token was stored")
+            #expect(kept.accessToken == before.accessToken, "nothing else of the answer")
+            // Neither the answer's text nor its mirror shows the token.
+            let answer = RefreshAnswer.refused(
+                error ?? ProviderError(.invalidResponse, reason: ""), rotatedRefreshToken: "rt-secret")
+            #expect(!"\(answer)".contains("rt-secret") && !String(reflecting: answer).contains("rt-secret"))
+            #expect(Mirror(reflecting: answer).children.isEmpty)
+            // The kept token was the live one: the development provider ends a grant whose old
+            // refresh token comes back, and this refresh succeeds.
+            let next = try await signedIn.refresh()
+            #expect(next.refreshToken != kept.refreshToken)
+        }
+    }
+
+    @Test(
         "a DPoP-bound credential answered with bearer tokens never downgrades: refused as the provider's error, the bound tokens kept"
     )
     func boundNeverDowngrades() async throws {

@@ -104,23 +104,24 @@ extension CredentialTransaction {
         }
     }
 
-    /// Runs `body`, which spends `token`'s refresh token. An answer refused as a whole that
-    /// carried a rotated refresh token (``RotatedRefreshToken``) leaves that token stored in
-    /// place of the one sent — the only live one now — and the rest of the credential as it
-    /// was; the refusal is thrown without it.
-    func keepingRotatedRefreshToken<Value: Sendable>(
-        of token: Token, _ body: () async throws(ProviderError) -> Value
-    ) async throws(ProviderError) -> Value {
-        do {
-            return try await body()
-        } catch {
-            guard let rotated = error.underlying as? RotatedRefreshToken else { throw error }
+    /// Runs `body`, which spends `token`'s refresh token, and returns its new tokens. An answer
+    /// refused as a whole that carried a rotated refresh token
+    /// (``RefreshAnswer/refused(_:rotatedRefreshToken:)``) leaves that token stored in place of
+    /// the one sent — the only live one now — and the rest of the credential as it was; the
+    /// refusal is thrown.
+    func keepingRotatedRefreshToken(
+        of token: Token, _ body: () async throws(ProviderError) -> RefreshAnswer
+    ) async throws(ProviderError) -> Token {
+        switch try await body() {
+        case .token(let refreshed):
+            return refreshed
+        case .refused(let refusal, let rotated):
             let sent = token.refreshToken
             do {
                 try await update { credential in
                     guard credential.token.refreshToken == sent else { return }
                     var kept = credential.token
-                    kept.refreshToken = rotated.value
+                    kept.refreshToken = rotated
                     credential.replaceToken(with: kept)
                 }
             } catch {
@@ -128,18 +129,21 @@ extension CredentialTransaction {
                     "the rotated refresh token of a refused answer could not be stored",
                     metadata: ["credential": "\(id)", "error": "\(error)"])
             }
-            throw ProviderError(
-                error.code, endpoint: error.endpoint, reason: error.reason, oauthError: error.oauthError,
-                errorDescription: error.errorDescription, status: error.status, retryAfter: error.retryAfter,
-                underlying: nil)
+            throw refusal
         }
     }
 
     /// Sends the refresh token to the provider, and counts the request by its outcome.
-    private static func send(_ token: Token, to provider: any IdentityProvider) async throws(ProviderError) -> Token {
+    private static func send(_ token: Token, to provider: any IdentityProvider) async throws(ProviderError)
+        -> RefreshAnswer
+    {
         do {
             let answer = try await provider.exchangeRefreshToken(of: token)
-            Telemetry.refreshRequest(.success(()))
+            if case .refused(let refusal, _) = answer {
+                Telemetry.refreshRequest(.failure(refusal))
+            } else {
+                Telemetry.refreshRequest(.success(()))
+            }
             return answer
         } catch {
             Telemetry.refreshRequest(.failure(error))

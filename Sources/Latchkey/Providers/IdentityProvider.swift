@@ -16,16 +16,18 @@ public protocol IdentityProvider: Sendable {
     /// Gets new tokens for `token`, usually by sending its refresh token to the token endpoint
     /// (a provider with sessions may mint them through the session instead), and returns them
     /// as they came, merged over `token`: a new ID token in the answer is **not verified yet**
-    /// (see ``verifyRefreshedIDToken(of:previous:)``). When nothing can get new tokens any
-    /// more (a rejected refresh token), it throws ``ProviderError/Code/signInRequired``.
-    func exchangeRefreshToken(of token: Token) async throws(ProviderError) -> Token
+    /// (see ``verifyRefreshedIDToken(of:previous:)``). An answer refused as a whole that carried
+    /// a new refresh token is ``RefreshAnswer/refused(_:rotatedRefreshToken:)``: the credential
+    /// keeps that token. When nothing can get new tokens any more (a rejected refresh token), it
+    /// throws ``ProviderError/Code/signInRequired``.
+    func exchangeRefreshToken(of token: Token) async throws(ProviderError) -> RefreshAnswer
 
     /// Gets an access token for `resource` alone (RFC 8707 resource indicators), for `scopes`
     /// or all the grant's, with `token`'s refresh token, and returns the answer merged over
     /// `token` as ``exchangeRefreshToken(of:)`` does: its access token is the resource's.
     /// Throws ``ProviderError/Code/unsupported`` when the provider has no such thing.
     func exchangeRefreshToken(of token: Token, resource: String?, scopes: [String]?) async throws(ProviderError)
-        -> Token
+        -> RefreshAnswer
 
     /// Verifies the ID token a refresh returned (`refreshed.idToken`), against the access token
     /// it came with and the account of `previous`.
@@ -93,7 +95,7 @@ extension IdentityProvider {
     /// caller. Package-only, for tests that play a writer without a lease.
     package func refresh(_ token: Token) async throws(ProviderError) -> Token {
         try await prepareRefresh(of: token)
-        let refreshed = try await exchangeRefreshToken(of: token)
+        let refreshed = try await exchangeRefreshToken(of: token).token()
         if refreshed.idToken != token.idToken {
             try await verifyRefreshedIDToken(of: refreshed, previous: token)
         }
@@ -104,7 +106,7 @@ extension IdentityProvider {
     /// Throws ``ProviderError/Code/unsupported``: only standards-based providers take resource
     /// indicators.
     public func exchangeRefreshToken(of token: Token, resource: String?, scopes: [String]?) async throws(ProviderError)
-        -> Token
+        -> RefreshAnswer
     {
         throw ProviderError(
             .unsupported, endpoint: .token, reason: "The provider does not issue tokens for single resources.")

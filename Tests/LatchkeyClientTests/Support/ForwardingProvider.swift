@@ -1,12 +1,15 @@
 import Foundation
 import Latchkey
 
-/// A real provider with one behaviour changed: what it can revoke on its own, or something that
-/// happens just before each refresh request goes out (another program rotating the token).
+/// A real provider with one behaviour changed: what it can revoke on its own, something that
+/// happens just before each refresh request goes out (another program rotating the token), or
+/// what it makes of each refresh answer (an application's provider refusing it, say).
 struct ForwardingProvider: IdentityProvider {
     let inner: any IdentityProvider
     var revocableKinds: Set<TokenKind>
     var beforeExchange: @Sendable (Token) async throws(ProviderError) -> Void = { _ in }
+    /// What the refresh answers: by default the inner provider's answer.
+    var answering: @Sendable (RefreshAnswer) -> RefreshAnswer = { $0 }
 
     init(
         _ inner: any IdentityProvider, revocableKinds: Set<TokenKind>? = nil,
@@ -21,9 +24,9 @@ struct ForwardingProvider: IdentityProvider {
 
     func prepareRefresh(of token: Token) async throws(ProviderError) { try await inner.prepareRefresh(of: token) }
 
-    func exchangeRefreshToken(of token: Token) async throws(ProviderError) -> Token {
+    func exchangeRefreshToken(of token: Token) async throws(ProviderError) -> RefreshAnswer {
         try await beforeExchange(token)
-        return try await inner.exchangeRefreshToken(of: token)
+        return answering(try await inner.exchangeRefreshToken(of: token))
     }
 
     func verifyRefreshedIDToken(of refreshed: Token, previous: Token) async throws(ProviderError) {

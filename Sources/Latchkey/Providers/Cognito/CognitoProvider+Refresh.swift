@@ -6,7 +6,7 @@ extension CognitoProvider {
     /// app client rotates refresh tokens (configured, or found out from Cognito's refusal of
     /// `REFRESH_TOKEN_AUTH`): the new refresh token it returns is stored with the rest, in the
     /// credential's transaction, so every process sharing the store refreshes once with it.
-    public func exchangeRefreshToken(of token: Token) async throws(ProviderError) -> Token {
+    public func exchangeRefreshToken(of token: Token) async throws(ProviderError) -> RefreshAnswer {
         guard let refreshToken = token.refreshToken else {
             throw ProviderError(.signInRequired, endpoint: .token, reason: "The credential has no refresh token.")
         }
@@ -20,8 +20,9 @@ extension CognitoProvider {
                     "AuthFlow": .string("REFRESH_TOKEN_AUTH"), "ClientId": .string(configuration.clientID),
                     "AuthParameters": .object(["REFRESH_TOKEN": .string(refreshToken)]),
                 ], secrets: [refreshToken])
-            return try await self.token(from: answer, previous: token, verifyingIDToken: false)
+            return .token(try await self.token(from: answer, previous: token, verifyingIDToken: false))
         } catch {
+            if let refused = RotatedRefreshToken.answer(refusing: error) { return refused }
             guard configuration.refreshTokenRotation == nil, Self.refusesForRotation(error) else {
                 throw Self.refreshRefusal(error)
             }
@@ -32,7 +33,7 @@ extension CognitoProvider {
     }
 
     /// `GetTokensFromRefreshToken`: new tokens, and a new refresh token when the client rotates.
-    private func rotatingRefresh(_ refreshToken: String, of token: Token) async throws(ProviderError) -> Token {
+    private func rotatingRefresh(_ refreshToken: String, of token: Token) async throws(ProviderError) -> RefreshAnswer {
         var body: [String: JSONValue] = [
             "ClientId": .string(configuration.clientID), "RefreshToken": .string(refreshToken),
         ]
@@ -41,8 +42,9 @@ extension CognitoProvider {
         }
         do {
             let answer = try await call("GetTokensFromRefreshToken", body, secrets: [refreshToken])
-            return try await self.token(from: answer, previous: token, verifyingIDToken: false)
+            return .token(try await self.token(from: answer, previous: token, verifyingIDToken: false))
         } catch {
+            if let refused = RotatedRefreshToken.answer(refusing: error) { return refused }
             throw Self.refreshRefusal(error)
         }
     }

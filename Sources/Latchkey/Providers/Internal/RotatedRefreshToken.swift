@@ -2,9 +2,10 @@
 /// only live one, and it must be kept even though the rest of the answer is refused (a
 /// `token_type` that is not a string, bearer tokens for a DPoP-bound credential).
 ///
-/// It travels as the ``ProviderError/underlying`` error of the refusal from the provider to the
-/// credential transaction, which stores it and takes it out of the error before anyone else
-/// sees it. Its text and mirror never show the token.
+/// Inside a provider it travels as the ``ProviderError/underlying`` error of the refusal, from
+/// where the answer is read to the refresh that returns it: there it becomes a value,
+/// ``RefreshAnswer/refused(_:rotatedRefreshToken:)`` (``answer(refusing:)``), taken out of the
+/// error. Its text and mirror never show the token.
 package struct RotatedRefreshToken: Error, Sendable, CustomStringConvertible, CustomReflectable {
     /// The rotated refresh token.
     package let value: String
@@ -28,5 +29,16 @@ package struct RotatedRefreshToken: Error, Sendable, CustomStringConvertible, Cu
             code, endpoint: .token,
             reason: reason + (rotated != nil ? " The refresh token it carried was kept." : ""),
             underlying: rotated ?? underlying)
+    }
+
+    /// The refresh answer `error` stands for when it carries a rotated refresh token: the
+    /// refusal (without the token) and the token, apart; `nil` for any other error.
+    package static func answer(refusing error: ProviderError) -> RefreshAnswer? {
+        guard let rotated = error.underlying as? RotatedRefreshToken else { return nil }
+        let refusal = ProviderError(
+            error.code, endpoint: error.endpoint, reason: error.reason, oauthError: error.oauthError,
+            errorDescription: error.errorDescription, status: error.status, retryAfter: error.retryAfter,
+            underlying: nil)
+        return .refused(refusal, rotatedRefreshToken: rotated.value)
     }
 }

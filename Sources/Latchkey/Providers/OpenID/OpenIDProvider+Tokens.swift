@@ -147,13 +147,13 @@ extension OpenIDProvider {
         }
     }
 
-    public func exchangeRefreshToken(of token: Token) async throws(ProviderError) -> Token {
+    public func exchangeRefreshToken(of token: Token) async throws(ProviderError) -> RefreshAnswer {
         try await refreshRequest(of: token, adding: [])
     }
 
     /// Asks for an access token for `resource` (RFC 8707 §2.2), for `scopes` or the grant's.
     public func exchangeRefreshToken(of token: Token, resource: String?, scopes: [String]?) async throws(ProviderError)
-        -> Token
+        -> RefreshAnswer
     {
         var fields: [(String, String)] = []
         if let resource { fields.append(("resource", resource)) }
@@ -162,16 +162,18 @@ extension OpenIDProvider {
     }
 
     private func refreshRequest(of token: Token, adding fields: [(String, String)]) async throws(ProviderError)
-        -> Token
+        -> RefreshAnswer
     {
         guard let refreshToken = token.refreshToken else {
             throw ProviderError(.signInRequired, endpoint: .token, reason: "The credential has no refresh token.")
         }
         do {
-            return try await tokenRequest(
-                [("grant_type", "refresh_token"), ("refresh_token", refreshToken)] + fields, previous: token,
-                verifyingIDToken: false)
+            return .token(
+                try await tokenRequest(
+                    [("grant_type", "refresh_token"), ("refresh_token", refreshToken)] + fields, previous: token,
+                    verifyingIDToken: false))
         } catch {
+            if let refused = RotatedRefreshToken.answer(refusing: error) { return refused }
             // Some providers answer a dead refresh token with a bare 400 and no OAuth error.
             if error.oauthError == .invalidGrant || (error.code == .httpStatus && error.status == 400) {
                 throw ProviderError(

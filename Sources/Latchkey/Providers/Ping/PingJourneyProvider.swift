@@ -276,7 +276,7 @@ public actor PingJourneyProvider: IdentityProvider {
     /// New tokens for `token`: through its refresh token, or, when it has none or it is
     /// rejected, minted through its session. Only a session AM no longer accepts throws
     /// ``ProviderError/Code/signInRequired``.
-    public func exchangeRefreshToken(of token: Token) async throws(ProviderError) -> Token {
+    public func exchangeRefreshToken(of token: Token) async throws(ProviderError) -> RefreshAnswer {
         if token.refreshToken != nil {
             do {
                 return try await openID.exchangeRefreshToken(of: token)
@@ -288,7 +288,7 @@ public actor PingJourneyProvider: IdentityProvider {
             throw ProviderError(
                 .signInRequired, endpoint: .token, reason: "The credential has neither a refresh token nor a session.")
         }
-        return try await mint(session, verifyingIDToken: false)
+        return .token(try await mint(session, verifyingIDToken: false))
     }
 
     public func verifyRefreshedIDToken(of refreshed: Token, previous: Token) async throws(ProviderError) {

@@ -89,7 +89,7 @@ extension CredentialStore {
             () async throws(ProviderError) -> (Token, OutboxEntry, StorageError?) in
             let fresh: Token
             do throws(ProviderError) {
-                fresh = try await provider.exchangeRefreshToken(of: current)
+                fresh = try await provider.exchangeRefreshToken(of: current).token()
             } catch  where error.requiresSignIn {
                 throw ProviderError(
                     .signInRequired, endpoint: .token,
