@@ -122,13 +122,15 @@ struct CLIGitTests {
         // The token has expired when it is issued.
         let setup = try await Setup.make(accessTokenLifetime: 0)
         setup.dev.faults.resetCounters()
-        let results = try await withThrowingTaskGroup(of: ChildProcess.Result.self) { group in
-            for _ in 0..<20 {
-                group.addTask { try await setup.git(["ls-remote", setup.server.url("repo.git")]) }
+        let results = try await AsyncGate.fanOut.run {
+            try await withThrowingTaskGroup(of: ChildProcess.Result.self) { group in
+                for _ in 0..<20 {
+                    group.addTask { try await setup.git(["ls-remote", setup.server.url("repo.git")]) }
+                }
+                var results: [ChildProcess.Result] = []
+                for try await result in group { results.append(result) }
+                return results
             }
-            var results: [ChildProcess.Result] = []
-            for try await result in group { results.append(result) }
-            return results
         }
         #expect(results.allSatisfy { $0.status == 0 && $0.stdout.contains("refs/heads/main") })
         #expect(setup.dev.faults.count("token.refresh_token") == 1)

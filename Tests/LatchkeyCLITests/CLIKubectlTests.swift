@@ -68,11 +68,13 @@ struct CLIKubectlTests {
         }
 
         dev.faults.resetCounters()
-        let results = try await withThrowingTaskGroup(of: ChildProcess.Result.self) { group in
-            for _ in 0..<20 { group.addTask { try await version() } }
-            var results: [ChildProcess.Result] = []
-            for try await result in group { results.append(result) }
-            return results
+        let results = try await AsyncGate.fanOut.run {
+            try await withThrowingTaskGroup(of: ChildProcess.Result.self) { group in
+                for _ in 0..<20 { group.addTask { try await version() } }
+                var results: [ChildProcess.Result] = []
+                for try await result in group { results.append(result) }
+                return results
+            }
         }
         for result in results {
             #expect(result.status == 0, "\(result.stderr)")

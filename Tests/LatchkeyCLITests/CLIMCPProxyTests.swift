@@ -94,6 +94,10 @@ struct CLIMCPProxyTests {
         "20 proxies call tools across 3 expiries: every call succeeds, one refresh per expiry, the rotating grant lives"
     )
     func twentyProxiesAcrossExpiries() async throws {
+        try await AsyncGate.fanOut.run { try await twentyProxies() }
+    }
+
+    private func twentyProxies() async throws {
         let setup = try await Setup.start()
         let dev = setup.dev
         let clients = 20

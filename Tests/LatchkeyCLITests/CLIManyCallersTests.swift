@@ -18,7 +18,7 @@ struct CLIManyCallersTests: DevProviderCLITest {
             #expect(dev.configuration.rotateRefreshTokens && dev.configuration.revokesGrantOnRefreshReplay)
             try await signInWithShortToken(dev, a)
             dev.faults.resetCounters()
-            let runs = try await a.runTogether(Self.callers, ["token"])
+            let runs = try await AsyncGate.fanOut.run { try await a.runTogether(Self.callers, ["token"]) }
             for run in runs {
                 #expect(run.status == 0, "\(run.stderr)")
                 #expect(!run.stderr.contains("locked"), "\(run.stderr)")

@@ -22,17 +22,21 @@ struct CLINanoIDPRefreshTests {
         let refresh = "refresh_token"
 
         try setup.nano.shiftClock(to: 11 * 60)
-        let clients = try await withThrowingTaskGroup { group in
-            for index in 0..<20 {
-                group.addTask {
-                    try await PythonMCPClient.start(
-                        device: setup.device, endpoint: setup.server.endpoint, calls: 2, text: "p\(index)")
+        let reports = try await AsyncGate.fanOut.run {
+            let clients = try await withThrowingTaskGroup { group in
+                for index in 0..<20 {
+                    group.addTask {
+                        try await PythonMCPClient.start(
+                            device: setup.device, endpoint: setup.server.endpoint, calls: 2, text: "p\(index)")
+                    }
                 }
+                return try await group.reduce(into: [ChildProcess]()) { $0.append($1) }
             }
-            return try await group.reduce(into: [ChildProcess]()) { $0.append($1) }
+            var reports: [PythonMCPClient.Report] = []
+            for client in clients { reports.append(try await PythonMCPClient.report(of: client)) }
+            return reports
         }
-        for client in clients {
-            let report = try await PythonMCPClient.report(of: client)
+        for report in reports {
             #expect(report.errors.isEmpty, "\(report.errors) \(report.stderr.suffix(2000))")
             #expect(report.answers.count == 2 && report.whoami == "alice")
         }

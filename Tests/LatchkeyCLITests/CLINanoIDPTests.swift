@@ -83,6 +83,24 @@ struct CLINanoIDPTests {
         await setup.stop()
     }
 
+    @Test(
+        "a device code the provider says expired (expired_token) ends login with exit 1 and a message, not a hang; nothing signed in"
+    )
+    func deviceCodeExpires() async throws {
+        let setup = try await Setup.start()
+        let login = try await CLI.start([
+            "--home", setup.device.path, "--json", "login", "--resource", setup.resource, "--device",
+        ])
+        // The code was issued (its prompt is out); then, at the provider only, its ten minutes pass.
+        _ = try await login.standardOutput { $0.contains("\n") }
+        try setup.nano.shiftClock(to: 11 * 60)
+        let finished = try await login.finish()
+        #expect(finished.status == 1, "\(finished.stderr)")
+        #expect(finished.stderr.contains("expired_token"), "the provider's answer, named: \(finished.stderr)")
+        #expect(try await setup.device.run("token", "--resource", setup.resource).status != 0, "nothing signed in")
+        await setup.stop()
+    }
+
     @Test("login --resource URL --browser --paste: the pasted redirect is redeemed, with no port bound")
     func pasted() async throws {
         let setup = try await Setup.start()

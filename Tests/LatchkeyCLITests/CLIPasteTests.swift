@@ -19,9 +19,11 @@ struct CLIPasteTests {
 
     /// Starts the paste sign-in and returns it with the URL it asked to open (its first line on
     /// standard output, with --json).
-    static func start(_ device: Device, _ extra: [String] = []) async throws -> (ChildProcess, URLComponents) {
+    static func start(_ device: Device, _ extra: [String] = [], method: [String] = ["--browser", "--paste"])
+        async throws -> (ChildProcess, URLComponents)
+    {
         let login = try await ChildProcess.start(
-            CLI.binary, ["--home", device.path, "--json", "login", "--browser", "--paste"] + extra,
+            CLI.binary, ["--home", device.path, "--json", "login"] + method + extra,
             environment: CLI.environment(), input: nil)
         let first = try await login.standardOutput { $0.contains("\n") }
         let document = try #require(
@@ -32,11 +34,13 @@ struct CLIPasteTests {
         return (login, url)
     }
 
-    @Test("the URL goes out first as JSON, with the login hint; the pasted redirect is redeemed, and no port is bound")
-    func pasted() async throws {
+    @Test(
+        "the URL goes out first as JSON, with the login hint; the pasted redirect is redeemed, and no port is bound (--paste alone is the browser sign-in's too)",
+        arguments: [["--browser", "--paste"], ["--paste"]])
+    func pasted(method: [String]) async throws {
         let (dev, device) = try await Self.setUp()
         defer { device.cleanUp() }
-        let (login, url) = try await Self.start(device, ["--login-hint", "alice@example.com"])
+        let (login, url) = try await Self.start(device, ["--login-hint", "alice@example.com"], method: method)
         let redirect = url.queryItems?.first { $0.name == "redirect_uri" }?.value
         #expect(redirect == "http://127.0.0.1/callback", "no port: nothing listens")
         #expect(url.queryItems?.first { $0.name == "login_hint" }?.value == "alice@example.com")

@@ -27,9 +27,10 @@ struct AccountSignIn {
     var resources: [String] = []
     /// With ``resources`` and no provider: the client to sign in as instead of registering one.
     var clientID: String?
-    /// With ``browser``: print the URL only.
+    /// With the browser sign-in: print the URL only.
     var noBrowser = false
-    /// With ``browser``: no listener; the redirect's URL is pasted on standard input.
+    /// With the browser sign-in (named or not): no listener; the redirect's URL is pasted on
+    /// standard input.
     var paste = false
     /// Who is expected to sign in (`login_hint`).
     var loginHint: String?
@@ -162,7 +163,7 @@ struct AccountSignIn {
     private func method(password: String?, countdown: Countdown) -> SignInMethod {
         let deadline = Date().addingTimeInterval(TimeInterval(timeout))
         if let username, let password { return .password(username: username, password: password) }
-        if browser, paste {
+        if paste, !device {
             return .browser(
                 listener: PastedRedirect(port: redirectPort), timeout: .seconds(timeout),
                 open: { [global] url in
