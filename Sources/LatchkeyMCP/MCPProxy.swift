@@ -171,9 +171,7 @@ public actor MCPProxy {
                 }
             case .failed(let code, let status, let scope, let description):
                 if code == .sessionEnded { sessionID = nil }
-                if retry, peek.isRequest, ended != nil, await signedInAgain() {
-                    return await post(message, retry: false)
-                }
+                if retry, peek.isRequest, await signedInAgain() { return await post(message, retry: false) }
                 let failure = MCPProxyFailure(
                     code, endpoint: configuration.endpoint, status: status, scope: scope, serverDescription: description
                 )

@@ -42,6 +42,16 @@ struct CLINanoIDPTests {
             return try await login.finish()
         }
 
+        /// Starts `latchkey --json login --resource URL --device` and returns it with its prompt,
+        /// the JSON line it prints before it waits.
+        func startDeviceLogin() async throws -> (ChildProcess, [String: Any]) {
+            let login = try await CLI.start([
+                "--home", device.path, "--json", "login", "--resource", resource, "--device",
+            ])
+            let first = try await login.standardOutput { $0.contains("\n") }
+            return (login, try #require(try CLILoginTests.documents(first).first ?? nil, "\(first)"))
+        }
+
         func stop() async {
             await server.stop()
             await nano.stop()
@@ -54,12 +64,8 @@ struct CLINanoIDPTests {
     )
     func deviceFromURL() async throws {
         let setup = try await Setup.start()
-        let login = try await CLI.start([
-            "--home", setup.device.path, "--json", "login", "--resource", setup.resource, "--device",
-        ])
         // The prompt is one JSON line on standard output, before the command waits.
-        let first = try await login.standardOutput { $0.contains("\n") }
-        let prompt = try #require(try CLILoginTests.documents(first).first ?? nil)
+        let (login, prompt) = try await setup.startDeviceLogin()
         #expect(prompt["action"] as? String == "enter_code")
         #expect(prompt["verification_uri"] as? String == setup.nano.issuer.absoluteString + "/device")
         let code = try #require(prompt["user_code"] as? String)
@@ -88,11 +94,8 @@ struct CLINanoIDPTests {
     )
     func deviceCodeExpires() async throws {
         let setup = try await Setup.start()
-        let login = try await CLI.start([
-            "--home", setup.device.path, "--json", "login", "--resource", setup.resource, "--device",
-        ])
         // The code was issued (its prompt is out); then, at the provider only, its ten minutes pass.
-        _ = try await login.standardOutput { $0.contains("\n") }
+        let (login, _) = try await setup.startDeviceLogin()
         try setup.nano.shiftClock(to: 11 * 60)
         let finished = try await login.finish()
         #expect(finished.status == 1, "\(finished.stderr)")

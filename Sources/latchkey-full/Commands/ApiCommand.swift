@@ -129,7 +129,7 @@ struct ApiCommand: AsyncParsableCommand {
         let found = try await discovered(target)
         let server =
             found.authorizationServer.map { TerminalText.safe($0.absoluteString) } ?? "its authorization server"
-        let login = ShellCommand(["latchkey", "login", "--resource", found.metadata.resource.absoluteString])
+        let login = ShellCommand(ResourceGate.signIn(for: found.metadata.resource.absoluteString))
         throw CLIError.input(
             "No provider is configured. \(TerminalText.safe(target.absoluteString)) takes tokens from \(server) (RFC 9728): sign in for it with `\(login)` (or run this with --login), then run this again."
         )

@@ -116,9 +116,7 @@ struct MCPProxyCommand: AsyncParsableCommand {
     /// A missing scope is signed in for with those `granted` (the step-up union); the account's
     /// `loginHint` goes with it.
     static func remedy(_ failure: MCPProxyFailure, resource: URL, granted: [String], loginHint: String?) -> [String]? {
-        let login =
-            ["latchkey", "login", "--resource", resource.absoluteString]
-            + (loginHint.map { ["--login-hint", $0] } ?? [])
+        let login = ResourceGate.signIn(for: resource.absoluteString, loginHint: loginHint)
         switch failure.code {
         case .insufficientScope:
             return login

@@ -60,9 +60,15 @@ enum ResourceGate {
         )
     }
 
+    /// The sign-in for `resource`, as every hint names it: `login` picks the provider the
+    /// resource's metadata names, and the browser unless told otherwise.
+    static func signIn(for resource: String, loginHint: String? = nil) -> [String] {
+        ["latchkey", "login", "--resource", resource] + (loginHint.map { ["--login-hint", $0] } ?? [])
+    }
+
     /// What mends a refusal for `resource`: a sign-in for it, or the provider paired with it.
     private static func remedy(_ resource: URL) -> String {
-        let login = ShellCommand(["latchkey", "login", "--resource", resource.absoluteString])
+        let login = ShellCommand(signIn(for: resource.absoluteString))
         return
             "Sign in for it with `\(login)`, or, if it does take this provider's tokens, add the provider with `--resource \(ShellCommand.word(resource.absoluteString))`."
     }

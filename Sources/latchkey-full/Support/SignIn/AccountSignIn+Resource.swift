@@ -4,8 +4,9 @@ import LatchkeyCommandLine
 import LatchkeyHTTP
 
 /// `latchkey login --resource URL` with no provider named: the provider is found from the
-/// resource itself (RFC 9728), and, where none is configured for it, the library's ``ResourceSignInPlan`` decides the client, its
-/// grant types and the scopes from what the resource and its server say.
+/// resource itself (RFC 9728), and, where none is configured for it, the library's
+/// ``ResourceSignInPlan`` decides the client, its grant types and the scopes from what the
+/// resource and its server say.
 extension AccountSignIn {
     /// What a resource-first sign-in found: the provider entry it added and the scopes the
     /// resource asks for.
