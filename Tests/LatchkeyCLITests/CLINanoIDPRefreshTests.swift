@@ -57,6 +57,42 @@ struct CLINanoIDPRefreshTests {
     }
 
     @Test(
+        "a refresh token presented twice revokes the family at nanoidp: the proxy's calls get the login to run, after one refresh attempt and at most two requests"
+    )
+    func grantRevokedOnReuse() async throws {
+        let setup = try await CLINanoIDPTests.Setup.start(accessTokenMinutes: 10)
+        let signedIn = try await setup.pasteSignIn()
+        #expect(signedIn.status == 0, "\(signedIn.stderr)")
+        // The first token for the server's resource (RFC 8707) is a refresh: done before the copy.
+        let first = try await setup.device.run("token", "--resource", setup.resource)
+        #expect(first.status == 0, "\(first.stderr)")
+        // A copy of this home (a restored backup, a cloned disk) holds the same refresh token.
+        let copy = try Device()
+        defer { copy.cleanUp() }
+        try FileManager.default.copyItem(atPath: setup.device.path, toPath: copy.path)
+        var (requests, tokenRequests) = (0, 0)
+        let report = try await PythonMCPClient.run(device: setup.device, endpoint: setup.server.endpoint) {
+            // The copy refreshes first: the token this home holds is now a spent one, and the
+            // access token this session uses has expired at the provider.
+            let refreshed = try await copy.run("refresh")
+            #expect(refreshed.status == 0, "\(refreshed.stderr)")
+            try setup.nano.shiftClock(to: 11 * 60)
+            requests = try await setup.nano.introspections()
+            tokenRequests = try await setup.nano.audit().filter { $0.event == "token_request" }.count
+        }
+        report.expectCallsFailed(naming: "latchkey login --resource \(setup.resource)")
+        let audit = try await setup.nano.audit().filter { $0.event == "token_request" }
+        #expect(audit.count - tokenRequests <= 1, "one refresh attempt at most: \(audit.count - tokenRequests)")
+        #expect(try await setup.nano.tokenRequests("refresh_token", status: "failed") == 1, "the spent token, refused")
+        let sent = try await setup.nano.introspections() - requests
+        #expect(sent <= 2, "at most two requests to the server, the proxy's exit included: \(sent)")
+        // The provider revoked the whole family: the copy's newer token ends with it.
+        let copyRefresh = try await copy.run("refresh")
+        #expect(copyRefresh.status == 4, "\(copyRefresh.stderr)")
+        await setup.stop()
+    }
+
+    @Test(
         "a grant that ends at the provider mid-session: every later call gets the login to run, after one refresh attempt and at most two requests"
     )
     func grantEnds() async throws {
