@@ -134,4 +134,68 @@ struct RefusedRefreshAnswerTests {
             #expect(next.refreshToken != kept.refreshToken, "the grant is alive: the kept token was the live one")
         }
     }
+
+    @Test(
+        "a queued global sign-out whose refresh answer is refused keeps the rotated refresh token in the entry: the next drain signs out"
+    )
+    func queuedGlobalSignOutKeepsRotatedToken() async throws {
+        try await withHarness(.dev) { harness in
+            let dev = try #require(harness.dev)
+            let credential = try await harness.provider.signIn(
+                .password(username: "alice", password: "alice-password"), into: harness.store)
+            let accessToken = try #require(try await credential.token.accessToken)
+            // Queued while the provider's global sign-out is away; then its access token dies.
+            dev.faults.set(.status(503), for: .globalSignOut)
+            let queued = await harness.store.signOut(.current, options: .global)
+            #expect(queued.signedOutLocally && !queued.failures.isEmpty, "\(queued)")
+            dev.faults.clear(.globalSignOut)
+            try await harness.provider.revoke(accessToken, kind: .accessToken)
+            // The outbox's refresh is answered with a token_type it refuses, and a rotated
+            // refresh token: the only live one now.
+            dev.faults.set(DevProviderFault(replacedFields: ["token_type": "123"], remaining: 1), for: .token)
+            let first = await harness.store.drainOutbox(DrainOptions(includeNotDue: true))
+            #expect(first.failed == 1 && first.permanent == 0, "retried later, not given up: \(first)")
+            #expect(await dev.liveGrants(of: "alice") == 1, "the grant is alive, its refresh token rotated")
+            // The next drain refreshes with the kept token and signs out everywhere.
+            let second = await harness.store.drainOutbox(DrainOptions(includeNotDue: true))
+            let left = try await harness.store.outboxEntries().map { "\($0.action): \($0.lastError ?? "-")" }
+            #expect(second.failed == 0 && second.permanent == 0, "\(second) \(left)")
+            #expect(left.isEmpty)
+            #expect(await dev.liveGrants(of: "alice") == 0)
+        }
+    }
+
+    @Test(
+        "a queued global sign-out that refreshed, then failed for good: the refresh token it rotated is revoked after it, not only the one queued"
+    )
+    func rotatedByQueuedGlobalSignOutIsRevoked() async throws {
+        // A provider where revoking a rotated-out refresh token does nothing (RFC 7009 §2.2: it
+        // is no longer a valid token), as at many: only the live one ends the grant.
+        var configuration = DevProviderConfiguration.default
+        configuration.revokesGrantOnRefreshReplay = false
+        try await withHarness(.dev, devConfiguration: configuration) { harness in
+            let dev = try #require(harness.dev)
+            let credential = try await harness.provider.signIn(
+                .password(username: "alice", password: "alice-password"), into: harness.store)
+            let accessToken = try #require(try await credential.token.accessToken)
+            dev.faults.set(.status(503), for: .globalSignOut)
+            let queued = await harness.store.signOut(.current, options: .global)
+            #expect(queued.signedOutLocally && !queued.failures.isEmpty, "\(queued)")
+            try await harness.provider.revoke(accessToken, kind: .accessToken)
+            // The drain refreshes (the refresh token rotates), then the provider refuses the
+            // global sign-out for good: the revocations queued behind it go, with what they hold.
+            dev.faults.clear(.globalSignOut)
+            let refusing = ForwardingProvider(harness.provider) { _ throws(ProviderError) in
+                dev.faults.set(.status(400), for: .globalSignOut)
+            }
+            await harness.store.register(refusing)
+            dev.faults.resetCounters()
+            for _ in 0..<2 { _ = await harness.store.drainOutbox(DrainOptions(includeNotDue: true)) }
+            #expect(dev.faults.count("token.refresh_token") == 1)
+            #expect(dev.faults.count(.globalSignOut) == 2, "one with the dead access token, one after the refresh")
+            let left = try await harness.store.outboxEntries()
+            #expect(left.map(\.action) == [.globalSignOut] && left.allSatisfy(\.failedPermanently), "\(left)")
+            #expect(await dev.liveGrants(of: "alice") == 0, "the live refresh token was revoked")
+        }
+    }
 }

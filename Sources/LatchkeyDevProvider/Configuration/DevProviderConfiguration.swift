@@ -124,7 +124,9 @@ public struct DevProviderConfiguration: Sendable, Codable, Hashable {
     /// Whether the password grant returns an ID token (on by default; many providers' does not).
     public var passwordGrantIssuesIDToken: Bool
     /// Whether a rotated-out refresh token that comes back revokes its whole grant, as RFC 9700
-    /// §4.14.2 advises (on by default). Off, the replay is only refused with `invalid_grant`.
+    /// §4.14.2 advises (on by default), at the token endpoint or the revocation endpoint. Off,
+    /// the replay is only refused with `invalid_grant`, and revoking a rotated-out refresh token
+    /// does nothing (RFC 7009 §2.2: it is no longer a valid token).
     public var revokesGrantOnRefreshReplay: Bool
     /// The realm of the Ping journeys (PingAM's REST API): journeys at
     /// `/json/realms/root/realms/REALM/authenticate`, its OAuth issuer at

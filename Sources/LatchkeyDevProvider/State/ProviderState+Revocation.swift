@@ -28,6 +28,9 @@ extension ProviderState {
             accessTokens[jti]?.revoked = true
         case .refresh(let record):
             guard grants[record.grantID]?.clientID == client.clientID else { throw Self.otherClient }
+            // A rotated-out refresh token is no longer valid: revoking it does nothing (RFC 7009
+            // §2.2), unless its coming back is a replay that ends the grant (RFC 9700 §4.14.2).
+            guard !record.retired || configuration.revokesGrantOnRefreshReplay else { break }
             revokeGrant(record.grantID)
         case .deviceSecret(let record):
             guard record.clientID == client.clientID else { throw Self.otherClient }

@@ -85,11 +85,11 @@ extension CredentialStore {
         }
         try await provider.prepareRefresh(of: current)
         // From the refresh request until its answer is sealed into the entry: work that must finish.
-        let (fresh, changed, storageFailure) = try await UninterruptibleWork.run {
-            () async throws(ProviderError) -> (Token, OutboxEntry, StorageError?) in
-            let fresh: Token
+        let (answer, changed, storageFailure) = try await UninterruptibleWork.run {
+            () async throws(ProviderError) -> (RefreshAnswer, OutboxEntry, StorageError?) in
+            let answer: RefreshAnswer
             do throws(ProviderError) {
-                fresh = try await provider.exchangeRefreshToken(of: current).token()
+                answer = try await provider.exchangeRefreshToken(of: current)
             } catch  where error.requiresSignIn {
                 throw ProviderError(
                     .signInRequired, endpoint: .token,
@@ -98,15 +98,27 @@ extension CredentialStore {
                     oauthError: error.oauthError, errorDescription: error.errorDescription, status: error.status)
             }
             var changed = entry
-            changed.payload = .grant(OutboxGrant(fresh))
+            let answered = grant.answered(by: answer)
+            changed.payload = .grant(answered)
+            await queueRevocation(ofRotated: answered.refreshToken, replacing: grant.refreshToken, after: entry)
             do throws(StorageError) {
                 try await claim.settle(removing: [], updating: [changed])
-                return (fresh, changed, nil)
+                return (answer, changed, nil)
             } catch {
-                return (fresh, changed, error)
+                return (answer, changed, error)
             }
         }
         if let storageFailure { return .failed(.storage(storageFailure), changed: changed) }
+        let fresh: Token
+        switch answer {
+        case .token(let token):
+            fresh = token
+        case .refused(var refusal, _):
+            // The rotated refresh token is sealed into the entry (the only live one): the grant
+            // is alive, so a later attempt may still send the step.
+            refusal.retryableByProvider = true
+            return .failed(refusal, changed: changed)
+        }
         guard fresh.accessToken != nil else {
             return .failed(
                 ProviderError(.invalidResponse, endpoint: .token, reason: "The refresh gave no access token."),
@@ -117,6 +129,33 @@ extension CredentialStore {
             return .done
         } catch {
             return .failed(error, changed: changed)
+        }
+    }
+}
+
+extension CredentialStore {
+    /// Queues the revocation of the refresh token a queued global sign-out's refresh rotated
+    /// (`rotated`, when it is not `previous`), to go after that sign-out (`entry`): the
+    /// revocations queued with the sign-out hold the token it started with, and should the
+    /// sign-out fail for good, the grant must end all the same. Queued before the rotated token
+    /// is sealed into the entry, so that an interruption between the two leaves a revocation
+    /// too many (of a grant ended by then: nothing), never one too few. A revocation that
+    /// cannot be queued is logged; the sign-out goes on.
+    fileprivate nonisolated func queueRevocation(
+        ofRotated rotated: String?, replacing previous: String?, after entry: OutboxEntry
+    ) async {
+        guard let rotated, rotated != previous else { return }
+        let date = now()
+        let revocation = OutboxEntry(
+            provider: entry.provider, action: .revoke(.refreshToken), payload: .token(rotated), account: entry.account,
+            tokenExpiresAt: nil, createdAt: date, attempts: 0, nextAttemptAt: date, lastError: nil,
+            waitsFor: entry.id)
+        do {
+            try await outbox.enqueue([revocation], limit: outboxLimit)
+        } catch {
+            logger.warning(
+                "the revocation of a refresh token a queued global sign-out rotated could not be queued",
+                metadata: ["entry": "\(entry.id)", "error": "\(error)"])
         }
     }
 }

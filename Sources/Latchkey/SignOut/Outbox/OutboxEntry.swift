@@ -185,6 +185,22 @@ package struct OutboxGrant: Sendable, Hashable, Codable {
         dpopKey = token.dpop?.key.map { Base64URL.encode($0.rawRepresentation) }
     }
 
+    /// The grant after a refresh `answer`: its new tokens; or, for an answer refused as a whole,
+    /// this grant with the refresh token the answer rotated (the only live one) and no access
+    /// token (the one kept was already refused or expired).
+    package func answered(by answer: RefreshAnswer) -> OutboxGrant {
+        switch answer {
+        case .token(let fresh):
+            return OutboxGrant(fresh)
+        case .refused(_, let rotated):
+            var kept = self
+            kept.refreshToken = rotated
+            kept.accessToken = nil
+            kept.accessTokenExpiresAt = nil
+            return kept
+        }
+    }
+
     /// The grant as a ``Token`` of `provider`, to refresh with.
     package func token(of provider: ProviderIdentity, issuedAt: Date) -> Token {
         Token(
