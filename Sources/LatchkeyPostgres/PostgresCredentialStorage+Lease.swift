@@ -16,9 +16,12 @@ import PostgresNIO
 /// - **Holding**: the holder renews the date every third of ``rowTerm(_:)`` while its body
 ///   works, so a holder that is still working is never overtaken; one whose instance died (or
 ///   was stopped) loses the lease when its row runs out, within ``rowTerm(_:)``.
-/// - **Fencing**: every write through the lease's access checks, in its own transaction and
-///   under a row lock (`FOR SHARE`), that the row still names its holder: a holder whose lease
-///   was taken over (it stalled past its row's date) writes nothing.
+/// - **Fencing**: the unconditional writes through the lease's access (a delete without a
+///   version, queued server steps) check, in their own transaction and under a row lock
+///   (`FOR SHARE`), that the row still names its holder: a holder whose lease was taken over (it
+///   stalled past its row's date) makes none of them. Its compare-and-swap writes go by their
+///   version: the answer it got from the provider meanwhile (a rotated refresh token, the only
+///   live one) is stored when nothing was written since, refused when something was.
 /// - **Releasing** deletes the row (its holder's only).
 ///
 /// Within one instance the storage knows its own holders: a waiter of this storage never takes
@@ -183,7 +186,7 @@ extension PostgresCredentialStorage {
 
 /// What a lease holder reads and writes through: the storage's pool, each write in a
 /// transaction of its own (committed at once, so the token endpoint's answer is stored before
-/// anything else can fail) that first checks the lease is still its holder's.
+/// anything else can fail); an unconditional one first checks the lease is still its holder's.
 struct PostgresLeaseAccess: LeasedCredentialAccess {
     let storage: PostgresCredentialStorage
     let holder: String
@@ -198,7 +201,9 @@ struct PostgresLeaseAccess: LeasedCredentialAccess {
 
     func update(_ credential: StoredCredential) async throws(StorageError) {
         try scope.check(id, is: credential.id)
-        try await fenced("updating a credential") { connection in
+        // By compare-and-swap alone: after a takeover the answer this holder got (a rotated
+        // refresh token, the only live one) is stored when nothing was written since.
+        try await storage.credentialTransaction("updating a credential") { connection in
             try await storage.update(credential, on: connection)
         }
     }
@@ -212,7 +217,7 @@ struct PostgresLeaseAccess: LeasedCredentialAccess {
 
     func delete(ifVersion version: Int) async throws(StorageError) -> StorageDeletion? {
         try scope.check()
-        return try await fenced("removing a credential") { connection in
+        return try await storage.credentialTransaction("removing a credential") { connection in
             try await storage.delete(id, ifVersion: version, on: connection)
         }
     }

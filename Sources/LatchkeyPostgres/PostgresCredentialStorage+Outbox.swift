@@ -58,11 +58,12 @@ extension PostgresCredentialStorage {
                 """, on: connection)
             return (entries, try await self.backlog(holder: holder, now: now, on: connection))
         }
+        let claimedIDs = Set(claimed.0.values.map(\.id))
         let access = OutboxClaimAccess(
             entries: claimed.0.values.sorted { ($0.nextAttemptAt, $0.createdAt) < ($1.nextAttemptAt, $1.createdAt) },
             damaged: claimed.0.damaged, backlog: claimed.1
         ) { removed, updated async throws(StorageError) in
-            try await self.settle(removing: removed, updating: updated, holder: holder)
+            try await self.settle(removing: removed, updating: updated, holder: holder, claimed: claimedIDs)
         }
         let result = await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.renewClaim(holder, terms: terms) }
@@ -130,11 +131,23 @@ extension PostgresCredentialStorage {
         }
     }
 
-    /// Writes a claim's outcomes in one transaction, its own entries only (the claim is kept).
-    func settle(removing removed: [UUID], updating updated: [OutboxEntry], holder: String) async throws(StorageError) {
+    /// Writes a claim's outcomes in one transaction, its own entries only (the claim is kept):
+    /// an entry it `claimed` that another drainer took over since (its claim ran out) is not
+    /// written, and the settle then throws ``StorageError/Code/leaseNotHeld`` naming how many
+    /// (an entry removed meanwhile, `outbox drop`, is simply gone).
+    func settle(removing removed: [UUID], updating updated: [OutboxEntry], holder: String, claimed: Set<UUID>)
+        async throws(StorageError)
+    {
         let rows = try updated.map { entry throws(StorageError) in try SealedOutboxEntry(entry, sealer: sealer) }
         let ids = removed.map(\.uuidString)
-        try await transaction("recording sent server steps") { connection in
+        let mine = Set(removed + updated.map(\.id)).intersection(claimed).map(\.uuidString)
+        let lost = try await transaction("recording sent server steps") { connection in
+            let taken = try await Self.count(
+                connection.query(
+                    """
+                    SELECT 1 FROM latchkey_outbox
+                    WHERE id = ANY(\(mine)) AND claimed_by IS DISTINCT FROM \(holder) FOR UPDATE
+                    """, logger: self.logger))
             if !ids.isEmpty {
                 for try await _ in try await connection.query(
                     "DELETE FROM latchkey_outbox WHERE id = ANY(\(ids)) AND claimed_by = \(holder)", logger: self.logger
@@ -153,6 +166,23 @@ extension PostgresCredentialStorage {
                     """, logger: self.logger)
                 {}
             }
+            return taken
+        }
+        if lost > 0 { throw StorageError.lostOutboxClaim(entries: lost) }
+    }
+
+    /// Hands every lease and outbox claim to another holder, as another instance does once
+    /// their terms ran out: for the storage contract's takeover checks
+    /// (`LatchkeyStorageTesting.LeaseTakeover`).
+    package func handLeasesToAnotherHolder() async throws(StorageError) {
+        try await transaction("handing leases to another holder") { connection in
+            for try await _ in try await connection.query(
+                "UPDATE latchkey_lease SET holder = 'another:' || holder", logger: self.logger)
+            {}
+            for try await _ in try await connection.query(
+                "UPDATE latchkey_outbox SET claimed_by = 'another:' || claimed_by WHERE claimed_by IS NOT NULL",
+                logger: self.logger)
+            {}
         }
     }
 

@@ -32,7 +32,7 @@ extension SQLiteCredentialStorage {
             if Task.isCancelled { throw .cancelledWaitingForLease(id) }
             delay = min(delay * 2, .milliseconds(250))
         }
-        let access = StorageLeaseAccess(id, in: self)
+        let access = SQLiteLeaseAccess(id: id, storage: self, fence: LeaseFence(lease: id.rawValue, holder: holder))
         let result = await whileHolding(id.rawValue, holder: holder, terms: terms) { await body(access) }
         access.scope.end()
         await release(id.rawValue, holder: holder)

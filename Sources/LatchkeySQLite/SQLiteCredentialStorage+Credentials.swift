@@ -138,17 +138,21 @@ extension SQLiteCredentialStorage {
 
     public func delete(_ id: CredentialID) async throws(StorageError) -> StorageDeletion {
         // Without a version, nothing stops it: a deletion is all there is.
-        try await delete(id, version: nil) ?? .notFound
+        try await delete(id, version: nil, fence: nil) ?? .notFound
     }
 
     public func delete(_ id: CredentialID, ifVersion version: Int) async throws(StorageError) -> StorageDeletion? {
-        try await delete(id, version: version)
+        try await delete(id, version: version, fence: nil)
     }
 
     /// Deletes the credential (when it still has `version`, if one is given) and clears the
-    /// default if it pointed to it; `nil` when the record has another version.
-    private func delete(_ id: CredentialID, version: Int?) async throws(StorageError) -> StorageDeletion? {
+    /// default if it pointed to it; `nil` when the record has another version. With `fence`,
+    /// only while its lease is held.
+    func delete(_ id: CredentialID, version: Int?, fence: LeaseFence?) async throws(StorageError)
+        -> StorageDeletion?
+    {
         try await write { db, sealer in
+            try fence?.check(db)
             // What is deleted is recorded as deleted, so that a copy of it put back is not read.
             let deleting = try Int.fetchOne(
                 db, sql: "SELECT version FROM credential WHERE id = ?\(version == nil ? "" : " AND version = ?")",

@@ -11,8 +11,14 @@ extension SQLiteCredentialStorage {
     private static let earliestFirst = "ORDER BY next_attempt_at, created_at"
 
     public func enqueue(_ entries: [OutboxEntry], limit: Int) async throws(StorageError) {
+        try await enqueue(entries, limit: limit, fence: nil)
+    }
+
+    /// Adds outbox entries in one write; with `fence`, only while its lease is held.
+    func enqueue(_ entries: [OutboxEntry], limit: Int, fence: LeaseFence?) async throws(StorageError) {
         guard !entries.isEmpty else { return }
         try await write { db, sealer in
+            try fence?.check(db)
             let rows = try entries.map { entry throws(StorageError) in try SealedOutboxEntry(entry, sealer: sealer) }
             var growth = 0
             for row in Set(rows.map(\.id))
@@ -49,10 +55,11 @@ extension SQLiteCredentialStorage {
         defer { LiveHolders.shared.remove(holder) }
         let claimed = try await write { db, sealer in try Self.claim(request, holder: holder, terms: terms, db, sealer)
         }
+        let claimedIDs = Set(claimed.entries.values.map(\.id))
         let access = OutboxClaimAccess(
             entries: claimed.entries.values, damaged: claimed.entries.damaged, backlog: claimed.backlog
         ) { removed, updated async throws(StorageError) in
-            try await self.settle(removing: removed, updating: updated, holder: holder)
+            try await self.settle(removing: removed, updating: updated, holder: holder, claimed: claimedIDs)
         }
         let result = await whileHolding(lease, holder: holder, terms: terms) { await body(access) }
         access.scope.end()
@@ -106,9 +113,22 @@ extension SQLiteCredentialStorage {
         return (read, selection.backlog)
     }
 
-    /// Writes a claim's outcomes in one transaction, its own entries only.
-    func settle(removing removed: [UUID], updating updated: [OutboxEntry], holder: String) async throws(StorageError) {
-        try await write { db, sealer in
+    /// Writes a claim's outcomes in one transaction, its own entries only: an entry it
+    /// `claimed` that another drainer took over since (after this one stalled past its term) is
+    /// not written, and the settle then throws ``StorageError/Code/leaseNotHeld`` naming how many
+    /// (an entry removed meanwhile, `outbox drop`, is simply gone).
+    func settle(removing removed: [UUID], updating updated: [OutboxEntry], holder: String, claimed: Set<UUID>)
+        async throws(StorageError)
+    {
+        let ids = Set(removed + updated.map(\.id)).intersection(claimed).map(\.uuidString)
+        guard !ids.isEmpty else { return }
+        let lost = try await write { db, sealer in
+            let taken = try String.fetchAll(
+                db,
+                sql: """
+                    SELECT id FROM outbox WHERE id IN (\(SQL.placeholders(ids)))
+                    AND claimed_by IS NOT ?
+                    """, arguments: StatementArguments(ids + [holder]))
             for id in removed {
                 try db.execute(
                     sql: "DELETE FROM outbox WHERE id = ? AND claimed_by = ?", arguments: [id.uuidString, holder])
@@ -116,7 +136,9 @@ extension SQLiteCredentialStorage {
             for entry in updated {
                 try SealedOutboxEntry(entry, sealer: sealer).replace(in: db, and: "AND claimed_by = ?", [holder])
             }
+            return taken.count
         }
+        if lost > 0 { throw StorageError.lostOutboxClaim(entries: lost) }
     }
 
     public func reviveOutboxEntries(

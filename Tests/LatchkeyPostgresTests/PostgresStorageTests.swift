@@ -1,8 +1,8 @@
 import Crypto
 import Foundation
 import Latchkey
-import LatchkeyPostgres
-import LatchkeyStorageTesting
+public import LatchkeyPostgres
+public import LatchkeyStorageTesting
 import LatchkeyTestSupport
 import NIOConcurrencyHelpers
 import PostgresNIO
@@ -15,6 +15,17 @@ struct PostgresStorageTests {
     @Test("keeps the storage contract", arguments: PostgresServer.Route.allCases, StorageContract.checks)
     func contract(_ route: PostgresServer.Route, _ check: StorageContract.Check) async throws {
         let url = try await PostgresServer.freshDatabase(via: route)
+        try await PostgresServer.withClient(url) { client in
+            try await check.run {
+                try await PostgresCredentialStorage.open(
+                    client: client, key: SymmetricKey(size: .bits256), timeout: PostgresServer.openTimeout)
+            }
+        }
+    }
+
+    @Test("keeps the takeover checks of the storage contract", arguments: StorageContract.takeoverChecks)
+    func takeover(_ check: StorageContract.TakeoverCheck) async throws {
+        let url = try await PostgresServer.freshDatabase()
         try await PostgresServer.withClient(url) { client in
             try await check.run {
                 try await PostgresCredentialStorage.open(
@@ -258,4 +269,8 @@ enum Fixtures {
     static func claims(_ user: String) -> [String: JSONValue] {
         ["sub": .string("sub-\(user)"), "preferred_username": .string(user), "email": .string("\(user)@example.com")]
     }
+}
+
+extension PostgresCredentialStorage: LeaseTakeover {
+    public func takeOverHeldLeases() async throws { try await handLeasesToAnotherHolder() }
 }

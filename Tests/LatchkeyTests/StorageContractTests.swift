@@ -1,7 +1,7 @@
 import Foundation
 import Latchkey
-import LatchkeySQLite
-import LatchkeyStorageTesting
+public import LatchkeySQLite
+public import LatchkeyStorageTesting
 import LatchkeyTestSupport
 import Testing
 
@@ -20,4 +20,15 @@ struct StorageContractTests {
         defer { folder.cleanUp() }
         try await check.run { try SQLiteCredentialStorage(path: folder.file("credentials.sqlite")) }
     }
+
+    @Test("SQLite, a lease taken over", arguments: StorageContract.takeoverChecks)
+    func sqliteTakeover(_ check: StorageContract.TakeoverCheck) async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        try await check.run { try SQLiteCredentialStorage(path: folder.file("credentials.sqlite")) }
+    }
+}
+
+extension SQLiteCredentialStorage: LeaseTakeover {
+    public func takeOverHeldLeases() async throws { try await handLeasesToAnotherHolder() }
 }

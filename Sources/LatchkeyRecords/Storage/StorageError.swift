@@ -119,6 +119,14 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
             .leaseNotHeld, reason: "\(what) is not held by this access (it ended, or is another's); nothing changed.")
     }
 
+    /// The error a claim's settle reports when `entries` of its entries were taken over by
+    /// another drainer (this one stalled past its term): their outcomes were not written.
+    package static func lostOutboxClaim(entries: Int) -> StorageError {
+        leaseNotHeld(
+            "the claim of \(entries) outbox \(entries == 1 ? "entry" : "entries"), taken over after its holder stalled past its term,"
+        )
+    }
+
     /// The error a backend reports when the outbox is at its bound.
     package static func outboxFull(limit: Int) -> StorageError {
         StorageError(
