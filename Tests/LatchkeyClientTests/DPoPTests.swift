@@ -4,6 +4,7 @@ import Latchkey
 import LatchkeyDevProvider
 import LatchkeySQLite
 import LatchkeyTestSupport
+import NIOConcurrencyHelpers
 import Testing
 
 /// Tokens bound to the account's own key (DPoP, RFC 9449), against the development provider,
@@ -111,6 +112,39 @@ struct DPoPTests {
             #expect(dev.faults.count("dpop.refused") == 13)
             // The refresh token was not spent: the next refresh goes through.
             try await alice.refresh()
+        }
+    }
+
+    @Test(
+        "nonce retries take turns per server, not under the credential's refresh lease: a request goes through while the lease is held"
+    )
+    func nonceTurnsApartFromTheLease() async throws {
+        try await withHarness(.dev, tweak: Self.bound) { harness in
+            let dev = try #require(harness.dev)
+            await dev.requireDPoPNonces(rotatingAfter: 1)
+            let alice = try await Self.signIn(harness)
+            // Another task holds the credential's lease (a slow refresh, say) until the request
+            // is answered, or for ten seconds.
+            let answered = NIOLockedValueBox(false)
+            let held = NIOLockedValueBox(false)
+            let holder = Task {
+                try await harness.store.storage.withCredentialLease(
+                    for: alice.id, terms: LeaseTerms(duration: .seconds(30))
+                ) { _ in
+                    held.withLockedValue { $0 = true }
+                    for _ in 0..<500 where !answered.withLockedValue({ $0 }) {
+                        try? await Task.sleep(for: .milliseconds(20))
+                    }
+                    return answered.withLockedValue { $0 }
+                }
+            }
+            while !held.withLockedValue({ $0 }) { try await Task.sleep(for: .milliseconds(5)) }
+            // A nonce the server says is stale: the retry runs in the server's turn.
+            await dev.forceDPoPNonceChallenges(1)
+            _ = try await alice.userInfo()
+            answered.withLockedValue { $0 = true }
+            #expect(try await holder.value, "the request was answered while the refresh lease was held")
+            #expect(dev.faults.count("dpop.refused") == 2)
         }
     }
 

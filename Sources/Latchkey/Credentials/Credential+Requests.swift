@@ -80,28 +80,35 @@ extension Credential {
             }
         }
         let first = try await presented(resource: resource, scopes: scopes, minimumValidity: 60)
-        let answer = try await withNonceRetriesUnderLease { () async throws(ProviderError) in
+        let answer = try await withNonceRetriesInTurn { () async throws(ProviderError) in
             try await first.send(request, transmit)
         }
         guard ResourceAnswer.of(answer.response) == .tokenRejected else { return answer }
         store.logger.debug("a resource server rejected the access token; refreshing", metadata: ["credential": "\(id)"])
         try await reject(accessToken: first.accessToken)
         let second = try await presented(resource: resource, scopes: scopes, minimumValidity: 60)
-        return try await withNonceRetriesUnderLease { () async throws(ProviderError) in
+        return try await withNonceRetriesInTurn { () async throws(ProviderError) in
             try await second.send(request, transmit)
         }
     }
 
-    /// Runs `body`, whose DPoP requests' retries after a nonce challenge run under this
-    /// credential's lease: the processes sharing the store retry one after another, each with
-    /// the nonce the one before it left, instead of spending each other's (a server that rotates
-    /// its nonce at every use has one for all of them). Not for a body that refreshes: the
-    /// refresh takes the same lease.
-    func withNonceRetriesUnderLease<T: Sendable>(_ body: () async throws(ProviderError) -> T)
+    /// Runs `body`, whose DPoP requests' retries after a nonce challenge run in the server's
+    /// turn (``CredentialStore/nonceTurn(at:_:)``): the processes sharing the store retry one
+    /// after another, each with the nonce the one before it left, instead of spending each
+    /// other's (a server that rotates its nonce at every use has one for all of them). The turn
+    /// is not the credential's lease: a retry never waits for a refresh.
+    func withNonceRetriesInTurn<T: Sendable>(_ body: () async throws(ProviderError) -> T)
         async throws(ProviderError)
         -> T
     {
-        let runner = DPoPSigning.RetryRunner { retries in await self.nonceRetriesUnderLease(retries) }
+        let store = self.store
+        let runner = DPoPSigning.RetryRunner { url, retries in
+            do throws(StorageError) {
+                return try await store.nonceTurn(at: url) { await retries() }
+            } catch {
+                return .failure(.storage(error))
+            }
+        }
         let result = await DPoPSigning.$retryRunner.withValue(runner) {
             () async -> Result<T, ProviderError> in
             do throws(ProviderError) {
@@ -111,17 +118,6 @@ extension Credential {
             }
         }
         return try result.get()
-    }
-
-    /// Runs nonce retries in this credential's transaction (under its lease).
-    private func nonceRetriesUnderLease(
-        _ retries: @escaping @Sendable () async -> Result<HTTPTransportResponse, ProviderError>
-    ) async -> Result<HTTPTransportResponse, ProviderError> {
-        do {
-            return try await store.transaction(id) { _ async throws(StorageError) in await retries() }
-        } catch {
-            return .failure(.storage(error))
-        }
     }
 
     /// The access token a request carries, and the proofs that go with it when it is bound.

@@ -10,14 +10,14 @@ extension Credential {
         let (token, accessToken) = try await usableToken()
         let provider = self.provider
         do {
-            return try await withNonceRetriesUnderLease { () async throws(ProviderError) in
+            return try await withNonceRetriesInTurn { () async throws(ProviderError) in
                 try await provider.userInfo(for: token)
             }
         } catch {
             guard error.rejectedAccessToken else { throw error }
             try await reject(accessToken: accessToken)
             let fresh = try await usableToken().token
-            return try await withNonceRetriesUnderLease { () async throws(ProviderError) in
+            return try await withNonceRetriesInTurn { () async throws(ProviderError) in
                 try await provider.userInfo(for: fresh)
             }
         }

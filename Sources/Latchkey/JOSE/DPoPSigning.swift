@@ -120,14 +120,14 @@ struct DPoPSigning: Sendable {
     /// class around the closure: a task-local holding a function value crashed release builds
     /// (`swift_task_localValuePush`, Swift 6.3).
     final class RetryRunner: Sendable {
+        /// Runs the retries at the server of the URL given, in that server's turn.
         let run:
-            @Sendable (@escaping @Sendable () async -> Result<HTTPTransportResponse, ProviderError>) async -> Result<
-                HTTPTransportResponse, ProviderError
-            >
+            @Sendable (URL, @escaping @Sendable () async -> Result<HTTPTransportResponse, ProviderError>) async ->
+                Result<HTTPTransportResponse, ProviderError>
 
         init(
             _ run:
-                @escaping @Sendable (@escaping @Sendable () async -> Result<HTTPTransportResponse, ProviderError>)
+                @escaping @Sendable (URL, @escaping @Sendable () async -> Result<HTTPTransportResponse, ProviderError>)
                 async -> Result<HTTPTransportResponse, ProviderError>
         ) {
             self.run = run
@@ -135,8 +135,9 @@ struct DPoPSigning: Sendable {
     }
 
     /// The runner of this task's nonce retries: a credential's own requests outside its
-    /// transaction set it (``Credential/withNonceRetriesUnderLease(_:)``); without one, retries
-    /// run as they are (a refresh's, which holds the lease already).
+    /// transaction set it (``Credential/withNonceRetriesInTurn(_:)``), running them in the
+    /// server's turn (``CredentialStore/nonceTurn(at:_:)``); without one, retries run as they
+    /// are (a refresh's, which holds the credential's lease).
     @TaskLocal static var retryRunner: RetryRunner?
 
     /// `request` with a fresh proof, and `Authorization: DPoP` when it carries an access token.
@@ -168,12 +169,12 @@ struct DPoPSigning: Sendable {
         guard let url = request.url else { return try await send(try await prove(request)) }
         let runner = Self.retryRunner
         if let runner, await nonces.rotatesOnUse(url, now: clock.date) {
-            return try await runner.run { await attempts(request, url: url, after: nil, send) }.get()
+            return try await runner.run(url) { await attempts(request, url: url, after: nil, send) }.get()
         }
         let first = try await attempt(request, url: url, send)
         guard first.asksForNonce else { return first.answer }
         guard let runner else { return try await attempts(request, url: url, after: first.answer, send).get() }
-        return try await runner.run { await attempts(request, url: url, after: first.answer, send) }.get()
+        return try await runner.run(url) { await attempts(request, url: url, after: first.answer, send) }.get()
     }
 
     /// The request's attempts after `first` (or from the first, when `nil`): until one is not
