@@ -179,7 +179,7 @@ extension PostgresCredentialStorage {
                 "SELECT 1 FROM latchkey_lease WHERE id = \(id.rawValue) AND holder = \(holder) FOR SHARE",
                 logger: logger))
         guard held == 1 else {
-            throw StorageError.leaseNotHeld("the lease of \(id), taken over after its holder stalled past its term")
+            throw StorageError.leaseTakenOver(id.rawValue)
         }
     }
 }

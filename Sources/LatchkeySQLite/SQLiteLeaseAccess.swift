@@ -16,7 +16,7 @@ struct LeaseFence: Sendable {
             db, sql: "SELECT 1 FROM refresh_lease WHERE credential_id = ? AND holder = ?",
             arguments: [lease, holder])
         guard held == true else {
-            throw StorageError.leaseNotHeld("the lease of \(lease), taken over after its holder stalled past its term,")
+            throw StorageError.leaseTakenOver(lease)
         }
     }
 }

@@ -9,6 +9,20 @@ import Testing
 /// provider, which ends the grant when an old refresh token comes back.
 @Suite("Refused refresh answers")
 struct RefusedRefreshAnswerTests {
+    /// Alice signs in and out everywhere while the provider's global sign-out is away: the step
+    /// is queued. Then her access token dies, so that sending it takes a refresh.
+    static func queueGlobalSignOut(_ harness: Harness) async throws {
+        let dev = try #require(harness.dev)
+        let credential = try await harness.provider.signIn(
+            .password(username: "alice", password: "alice-password"), into: harness.store)
+        let accessToken = try #require(try await credential.token.accessToken)
+        dev.faults.set(.status(503), for: .globalSignOut)
+        let queued = await harness.store.signOut(.current, options: .global)
+        #expect(queued.signedOutLocally && !queued.failures.isEmpty, "\(queued)")
+        dev.faults.clear(.globalSignOut)
+        try await harness.provider.revoke(accessToken, kind: .accessToken)
+    }
+
     @Test(
         "a refresh answer whose token_type is not a string is refused, and the rotated refresh token it carries is kept",
         arguments: ["123", #"{"kind":"Bearer"}"#, "null"])
@@ -141,15 +155,7 @@ struct RefusedRefreshAnswerTests {
     func queuedGlobalSignOutKeepsRotatedToken() async throws {
         try await withHarness(.dev) { harness in
             let dev = try #require(harness.dev)
-            let credential = try await harness.provider.signIn(
-                .password(username: "alice", password: "alice-password"), into: harness.store)
-            let accessToken = try #require(try await credential.token.accessToken)
-            // Queued while the provider's global sign-out is away; then its access token dies.
-            dev.faults.set(.status(503), for: .globalSignOut)
-            let queued = await harness.store.signOut(.current, options: .global)
-            #expect(queued.signedOutLocally && !queued.failures.isEmpty, "\(queued)")
-            dev.faults.clear(.globalSignOut)
-            try await harness.provider.revoke(accessToken, kind: .accessToken)
+            try await Self.queueGlobalSignOut(harness)
             // The outbox's refresh is answered with a token_type it refuses, and a rotated
             // refresh token: the only live one now.
             dev.faults.set(DevProviderFault(replacedFields: ["token_type": "123"], remaining: 1), for: .token)
@@ -175,16 +181,9 @@ struct RefusedRefreshAnswerTests {
         configuration.revokesGrantOnRefreshReplay = false
         try await withHarness(.dev, devConfiguration: configuration) { harness in
             let dev = try #require(harness.dev)
-            let credential = try await harness.provider.signIn(
-                .password(username: "alice", password: "alice-password"), into: harness.store)
-            let accessToken = try #require(try await credential.token.accessToken)
-            dev.faults.set(.status(503), for: .globalSignOut)
-            let queued = await harness.store.signOut(.current, options: .global)
-            #expect(queued.signedOutLocally && !queued.failures.isEmpty, "\(queued)")
-            try await harness.provider.revoke(accessToken, kind: .accessToken)
+            try await Self.queueGlobalSignOut(harness)
             // The drain refreshes (the refresh token rotates), then the provider refuses the
             // global sign-out for good: the revocations queued behind it go, with what they hold.
-            dev.faults.clear(.globalSignOut)
             let refusing = ForwardingProvider(harness.provider) { _ throws(ProviderError) in
                 dev.faults.set(.status(400), for: .globalSignOut)
             }

@@ -119,6 +119,12 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
             .leaseNotHeld, reason: "\(what) is not held by this access (it ended, or is another's); nothing changed.")
     }
 
+    /// The error a fenced write reports when the lease `name` was taken over by another holder
+    /// (this one stalled past its term).
+    package static func leaseTakenOver(_ name: String) -> StorageError {
+        leaseNotHeld("the lease of \(name), taken over after its holder stalled past its term,")
+    }
+
     /// The error a claim's settle reports when `entries` of its entries were taken over by
     /// another drainer (this one stalled past its term): their outcomes were not written.
     package static func lostOutboxClaim(entries: Int) -> StorageError {
