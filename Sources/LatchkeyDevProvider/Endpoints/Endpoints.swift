@@ -120,7 +120,7 @@ struct Endpoints: Sendable {
         case "authorization_code":
             answer = try await state.exchangeCode(
                 try form.required("code"), client: client, redirectURI: try form["redirect_uri"],
-                verifier: try form["code_verifier"], issuer: issuer, jkt: jkt)
+                verifier: try form["code_verifier"], issuer: issuer, jkt: jkt, audience: try Self.audience(form))
         case "refresh_token":
             let scopes = try form["scope"].map(Self.scopes)
             let resource = try form["resource"]
@@ -134,7 +134,7 @@ struct Endpoints: Sendable {
             let scopes = try validScopes(try form["scope"], client: client)
             answer = try await state.passwordGrant(
                 client: client, username: try form.required("username"), password: try form.required("password"),
-                scopes: scopes, issuer: issuer, jkt: jkt)
+                scopes: scopes, issuer: issuer, jkt: jkt, audience: try Self.audience(form))
         default:
             guard context.issuerPath.isEmpty else {
                 throw OAuthFailure("unsupported_grant_type", "The realm has no device flow.")
@@ -142,6 +142,16 @@ struct Endpoints: Sendable {
             answer = try await state.pollDevice(try form.required("device_code"), client: client, jkt: jkt)
         }
         return await withDPoPNonce(Reply.json(answer.mapValues(Self.jsonValue)))
+    }
+
+    /// RFC 8707 §2: the audience of a sign-in's access token, the one resource its request
+    /// names; none (a token for every resource) when it names none or several.
+    static func audience(_ form: Parameters) throws -> String? {
+        guard !form.repeated.contains("resource"), let resource = try form["resource"] else { return nil }
+        guard isResourceIndicator(resource) else {
+            throw OAuthFailure("invalid_target", "The resource must be an absolute URI without a fragment.")
+        }
+        return resource
     }
 
     /// RFC 8707 §2: an absolute URI without a fragment.
@@ -249,7 +259,8 @@ struct Endpoints: Sendable {
             throw OAuthFailure.unauthorizedClient("The client may not use the device grant.")
         }
         let scopes = try validScopes(try form["scope"], client: client)
-        let started = await state.startDeviceAuthorization(client: client, scopes: scopes)
+        let started = await state.startDeviceAuthorization(
+            client: client, scopes: scopes, audience: try Self.audience(form))
         let verification = await state.issuer + DevProviderEndpoint.deviceVerification.path
         return Reply.json([
             "device_code": started.deviceCode, "user_code": started.userCode, "verification_uri": verification,

@@ -4,7 +4,7 @@ import Foundation
 extension ProviderState {
     // MARK: Device authorization (RFC 8628)
 
-    func startDeviceAuthorization(client: DevProviderConfiguration.Client, scopes: [String]) -> (
+    func startDeviceAuthorization(client: DevProviderConfiguration.Client, scopes: [String], audience: String?) -> (
         deviceCode: String, userCode: String, expiresIn: Int, interval: Int
     ) {
         let deviceCode = Self.randomToken(bytes: 24)
@@ -13,7 +13,7 @@ extension ProviderState {
         let letters = (0..<8).map { _ in alphabet[Int.random(in: 0..<alphabet.count, using: &generator)] }
         let userCode = String(letters[0..<4]) + "-" + String(letters[4..<8])
         deviceRequests[deviceCode] = DeviceRequest(
-            clientID: client.clientID, userCode: userCode, scopes: scopes,
+            clientID: client.clientID, userCode: userCode, scopes: scopes, audience: audience,
             expiresAt: now().addingTimeInterval(TimeInterval(configuration.deviceCodeLifetime)),
             interval: configuration.devicePollingInterval)
         userCodes[userCode] = deviceCode
@@ -71,7 +71,8 @@ extension ProviderState {
                 issuer: issuer, clientID: client.clientID, username: username, scopes: request.scopes, sid: sid,
                 jkt: jkt)
             deviceRequests[deviceCode] = request
-            return try await issueTokens(grantID: grantID, nonce: nil, newDeviceSecret: true)
+            return try await issueTokens(
+                grantID: grantID, nonce: nil, newDeviceSecret: true, audience: request.audience)
         }
     }
 

@@ -90,6 +90,8 @@ extension ProviderState {
         var clientID: String
         var userCode: String
         var scopes: [String]
+        /// The one resource the request named (RFC 8707), its access token's audience.
+        var audience: String?
         var expiresAt: Date
         var interval: Int
         var lastPoll: Date?

@@ -115,8 +115,7 @@ actor ProviderState {
 
     func exchangeCode(
         _ code: String, client: DevProviderConfiguration.Client, redirectURI: String?, verifier: String?,
-        issuer: String,
-        jkt: String? = nil
+        issuer: String, jkt: String? = nil, audience: String? = nil
     ) async throws -> TokenAnswer {
         guard var record = codes[code], record.clientID == client.clientID, record.issuer == issuer else {
             throw OAuthFailure.invalidGrant("The authorization code is not valid.")
@@ -150,14 +149,15 @@ actor ProviderState {
             issuer: issuer, clientID: client.clientID, username: record.username, scopes: record.scopes,
             sid: record.sid, jkt: jkt)
         codes[code]?.grantID = grantID
-        return try await issueTokens(grantID: grantID, nonce: record.nonce, newDeviceSecret: true)
+        return try await issueTokens(
+            grantID: grantID, nonce: record.nonce, newDeviceSecret: true, audience: audience)
     }
 
     // MARK: Grants
 
     func passwordGrant(
         client: DevProviderConfiguration.Client, username: String, password: String, scopes: [String], issuer: String,
-        jkt: String? = nil
+        jkt: String? = nil, audience: String? = nil
     ) async throws -> TokenAnswer {
         guard let user = checkPassword(username: username, password: password) else {
             throw OAuthFailure.invalidGrant("The username or password is wrong.")
@@ -166,7 +166,8 @@ actor ProviderState {
         let grantID = newGrant(
             issuer: issuer, clientID: client.clientID, username: user.username, scopes: scopes, sid: sid, jkt: jkt)
         return try await issueTokens(
-            grantID: grantID, nonce: nil, newDeviceSecret: true, idToken: configuration.passwordGrantIssuesIDToken)
+            grantID: grantID, nonce: nil, newDeviceSecret: true, audience: audience,
+            idToken: configuration.passwordGrantIssuesIDToken)
     }
 
     func refresh(
