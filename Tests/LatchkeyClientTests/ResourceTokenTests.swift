@@ -31,6 +31,34 @@ struct ResourceTokenTests {
         }
     }
 
+    @Test(
+        "a sign-in for one resource with no refresh token: its access token serves that resource, with no request, and is revoked once at sign-out"
+    )
+    func signedInForOneResourceWithoutRefreshToken() async throws {
+        try await withHarness(.dev) { harness in
+            let dev = try #require(harness.dev)
+            // No offline_access: the development provider gives no refresh token.
+            let alice = try await harness.provider.signIn(
+                .password(username: "alice", password: "alice-password"), scopes: ["openid", "profile"],
+                resources: [Self.files], into: harness.store)
+            #expect(try await alice.token.refreshToken == nil)
+            dev.faults.resetCounters()
+            let own = try #require(try await alice.token.accessToken)
+            #expect(try await alice.accessToken(for: Self.files) == own)
+            #expect(dev.faults.count("token.refresh_token") == 0, "the sign-in's token is the resource's")
+            let fields = try await harness.inspector.introspect(own, kind: .accessToken).fields
+            #expect(fields["aud"] == .string(Self.files.absoluteString), "the provider honoured the resource")
+            // Another resource needs a refresh token: the account must sign in again for it.
+            let other = await #expect(throws: ProviderError.self) { try await alice.accessToken(for: Self.mail) }
+            #expect(other?.requiresSignIn == true, "\(String(describing: other))")
+
+            let signOut = await harness.store.signOut(.account(alice.id))
+            #expect(signOut.failures.isEmpty, "\(signOut)")
+            #expect(dev.faults.count(.revocation) == 1, "the access token once, though it is the resource's too")
+            #expect(try await harness.isActive(own) == false)
+        }
+    }
+
     @Test("twenty callers at once: one request for the resource's token")
     func singleFlight() async throws {
         try await withHarness(.dev) { harness in

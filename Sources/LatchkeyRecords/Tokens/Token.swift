@@ -144,12 +144,15 @@ public struct Token: Sendable, Hashable {
         }
     }
 
-    /// Every value of `kind` this token holds: for the access token, the resources' access tokens
-    /// too (``resourceTokens``); one value or none for the other kinds.
+    /// Every value of `kind` this token holds, each once: for the access token, the resources'
+    /// access tokens too (``resourceTokens``; a sign-in's for one resource is also that
+    /// resource's); one value or none for the other kinds.
     public func values(of kind: TokenKind) -> [String] {
         let value = self.value(of: kind).map { [$0] } ?? []
         guard kind == .accessToken else { return value }
-        return value + resourceTokens.keys.sorted().compactMap { resourceTokens[$0]?.accessToken }
+        let resources = resourceTokens.keys.sorted().compactMap { resourceTokens[$0]?.accessToken }
+        var seen = Set<String>()
+        return (value + resources).filter { seen.insert($0).inserted }
     }
 
     /// Forgets the token of `kind` (after it was revoked). Forgetting the access token forgets

@@ -186,7 +186,7 @@ extension OpenIDProvider {
                 ("redirect_uri", request.redirectURI.absoluteString), ("code_verifier", request.codeVerifier),
             ] + audience, nonce: request.nonce, verifyingIDToken: verifyingIDToken,
             proofKey: try await signInProofKey())
-        token.resources = Self.resourceNames(request.resources)
+        token.recordGrant(for: request.resources)
         return token
     }
 
@@ -263,7 +263,7 @@ extension OpenIDProvider {
                         ("grant_type", "urn:ietf:params:oauth:grant-type:device_code"),
                         ("device_code", authorization.deviceCode),
                     ], proofKey: proofKey)
-                token.resources = Self.resourceNames(authorization.resources)
+                token.recordGrant(for: authorization.resources)
                 return token
             } catch {
                 switch error.oauthError {

@@ -125,7 +125,7 @@ extension OpenIDProvider {
                 ("grant_type", "password"), ("username", username), ("password", password),
                 ("scope", (scopes ?? configuration.scopes).joined(separator: " ")),
             ] + Self.resourceFields(resources), proofKey: try await signInProofKey())
-        token.resources = Self.resourceNames(resources)
+        token.recordGrant(for: resources)
         return token
     }
 
@@ -135,9 +135,6 @@ extension OpenIDProvider {
     }
 
     /// The resources a grant was asked for, as ``Token/resources`` keeps them (`nil` for none).
-    static func resourceNames(_ resources: [URL]) -> [String]? {
-        resources.isEmpty ? nil : resources.map(\.absoluteString)
-    }
 
     /// Fetches the metadata, and the JWKS when a new ID token may come back, before a refresh.
     public func prepareRefresh(of token: Token) async throws(ProviderError) {
@@ -188,5 +185,22 @@ extension OpenIDProvider {
         guard let idToken = refreshed.idToken else { return }
         _ = try await verifyIDToken(
             idToken, accessToken: refreshed.accessToken, subject: IDTokenChecks.subject(of: previous))
+    }
+}
+
+extension Token {
+    /// Records that a sign-in's grant was asked for `resources` (RFC 8707 §2.1). A grant with no
+    /// refresh token can get no resource's own token later, so with exactly one resource the
+    /// sign-in's access token, asked for that resource alone, is kept as its token: a provider
+    /// that gives such a client no refresh token (nanoidp, for a metadata document's client)
+    /// still serves the resource until the token expires. With a refresh token, the resource's
+    /// token is asked for as usual: a provider may have ignored `resource` at the sign-in.
+    mutating func recordGrant(for resources: [URL]) {
+        self.resources = resources.isEmpty ? nil : resources.map(\.absoluteString)
+        guard refreshToken == nil, resources.count == 1, let resource = self.resources?.first, let accessToken
+        else { return }
+        resourceTokens[ResourceToken.key(resource: resource, scopes: nil)] = ResourceToken(
+            resource: resource, requestedScopes: nil, accessToken: accessToken, tokenType: tokenType, scopes: scopes,
+            issuedAt: issuedAt, expiresAt: expiresAt)
     }
 }
