@@ -17,19 +17,25 @@ struct CLINanoIDPTests {
         let device: Device
         var resource: String { server.endpoint.absoluteString }
 
-        static func start(accessTokenMinutes: Int = 1, refreshTokenMinutes: Int = 10080) async throws -> Setup {
+        static func start(
+            accessTokenMinutes: Int = 1, refreshTokenMinutes: Int = 10080, documents: NanoIDP.DocumentHost? = nil
+        ) async throws -> Setup {
             let nano = try await NanoIDP.start(
-                accessTokenMinutes: accessTokenMinutes, refreshTokenMinutes: refreshTokenMinutes)
+                accessTokenMinutes: accessTokenMinutes, refreshTokenMinutes: refreshTokenMinutes, documents: documents)
             let server = try await PythonMCPServer.start(
                 issuer: nano.issuer, client: "resource-server", secret: "resource-server-secret")
             return Setup(nano: nano, server: server, device: try Device())
         }
 
-        /// `latchkey --json login --resource URL --browser --paste`, nanoidp's sign-in played as
-        /// the user's browser would, and the redirect's address, changed by `edit`, pasted.
-        func pasteSignIn(edit: (String) -> String = { $0 }) async throws -> ChildProcess.Result {
+        /// `latchkey --json login --resource URL --browser --paste` (with `options`), nanoidp's
+        /// sign-in played as the user's browser would, and the redirect's address, changed by
+        /// `edit`, pasted.
+        func pasteSignIn(_ options: [String] = [], edit: (String) -> String = { $0 }) async throws
+            -> ChildProcess.Result
+        {
             let login = try await ChildProcess.start(
-                CLI.binary, ["--home", device.path, "--json", "login", "--resource", resource, "--browser", "--paste"],
+                CLI.binary,
+                ["--home", device.path, "--json", "login", "--resource", resource, "--browser", "--paste"] + options,
                 environment: CLI.environment(), input: nil)
             let first = try await login.standardOutput { $0.contains("\n") }
             let prompt = try #require(try CLILoginTests.documents(first).first ?? nil)

@@ -1,11 +1,9 @@
 import Foundation
 import HTTPTypes
-import Hummingbird
 import Latchkey
 import LatchkeyDevProvider
 import LatchkeyHTTP
 import LatchkeyTestSupport
-import NIOConcurrencyHelpers
 import Testing
 
 /// `latchkey login --resource URL` with nothing configured: the resource says where to sign in
@@ -42,31 +40,6 @@ struct CLIResourceFirstTests {
         await dev.stop()
     }
 
-    /// A client's metadata document, published at the URL that is its id (the development
-    /// provider fetches loopback ones): the server, the id, and how often it was fetched.
-    static func publishClientDocument(grantTypes: [String]) async throws -> (
-        LoopbackServer, String, NIOLockedValueBox<Int>
-    ) {
-        let documentURL = NIOLockedValueBox("")
-        let fetched = NIOLockedValueBox(0)
-        let publisher = try await LoopbackServer.start(
-            CallbackResponder<BasicRequestContext> { _, _ in
-                fetched.withLockedValue { $0 += 1 }
-                let id = documentURL.withLockedValue { $0 }
-                let document: [String: Any] = [
-                    "client_id": id, "client_name": "latchkey test", "redirect_uris": ["http://127.0.0.1/callback"],
-                    "grant_types": grantTypes, "token_endpoint_auth_method": "none", "scope": "openid offline_access",
-                ]
-                let body = try JSONSerialization.data(withJSONObject: document)
-                return Response(
-                    status: .ok, headers: [.contentType: "application/json"],
-                    body: .init(byteBuffer: ByteBuffer(bytes: body)))
-            })
-        let clientID = "http://127.0.0.1:\(publisher.port)/client.json"
-        documentURL.withLockedValue { $0 = clientID }
-        return (publisher, clientID, fetched)
-    }
-
     @Test(
         "--device with a metadata document's client id: signed in when the document lists the device grant (as the README says to publish), refused when it does not",
         arguments: [true, false])
@@ -80,7 +53,8 @@ struct CLIResourceFirstTests {
         let grants =
             ["authorization_code", "refresh_token"]
             + (listsDeviceGrant ? ["urn:ietf:params:oauth:grant-type:device_code"] : [])
-        let (publisher, clientID, _) = try await Self.publishClientDocument(grantTypes: grants)
+        let publisher = try await ClientDocumentPublisher.start(grantTypes: grants)
+        let clientID = publisher.clientID
         let resource = dev.issuer.appendingPathComponent("mcp").absoluteString
         let login = try await CLI.start([
             "--home", device.path, "--json", "login", "--resource", resource, "--client-id", clientID, "--device",
@@ -112,8 +86,9 @@ struct CLIResourceFirstTests {
         let dev = try await DevProvider.start(configuration: configuration, signingKeys: SharedSigningKeys.get())
         let device = try Device()
         defer { device.cleanUp() }
-        let (publisher, clientID, fetched) = try await Self.publishClientDocument(
+        let publisher = try await ClientDocumentPublisher.start(
             grantTypes: ["authorization_code", "refresh_token", "password"])
+        let clientID = publisher.clientID
         let resource = dev.issuer.appendingPathComponent("mcp").absoluteString
 
         let login = try await device.run(
@@ -122,7 +97,7 @@ struct CLIResourceFirstTests {
             ], input: "alice-password")
         #expect(login.status == 0, "\(login.stderr)")
         #expect(login.stderr.contains("using client \(clientID)"), "\(login.stderr)")
-        #expect(fetched.withLockedValue { $0 } == 1, "the provider fetched the document once")
+        #expect(publisher.fetched == 1, "the provider fetched the document once")
         let providers = try await device.run("provider", "list", "--json")
         #expect(providers.array.first?["clientId"] as? String == clientID, "no client was registered")
         let reached = try await device.run("api", resource)

@@ -39,19 +39,8 @@ final class KubeAPIServer: Sendable {
     }
 
     static func start(issuer: URL, clientID: String, folder: TemporaryFolder) async throws -> KubeAPIServer {
-        // A certificate for 127.0.0.1, from Debian's openssl.
-        let (certificatePath, keyPath) = (folder.file("api.crt"), folder.file("api.key"))
-        let made = try await ChildProcess.run(
-            URL(fileURLWithPath: "/usr/bin/openssl"),
-            [
-                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
-                keyPath, "-out", certificatePath, "-days", "1", "-subj", "/CN=127.0.0.1", "-addext",
-                "subjectAltName=IP:127.0.0.1",
-            ], input: "")
-        guard made.status == 0 else { throw TestFailure("openssl could not make a certificate: \(made.stderr)") }
-        let tls = TLSConfiguration.makeServerConfiguration(
-            certificateChain: try NIOSSLCertificate.fromPEMFile(certificatePath).map { .certificate($0) },
-            privateKey: .privateKey(try NIOSSLPrivateKey(file: keyPath, format: .pem)))
+        let certificate = try await LoopbackCertificate.make(in: folder, named: "api")
+        let tls = try certificate.serverConfiguration()
         let verifier = OpenIDProvider(
             configuration: OpenIDProviderConfiguration(issuer: issuer, clientID: clientID),
             transport: AsyncHTTPClientTransport.shared)
@@ -81,7 +70,7 @@ final class KubeAPIServer: Sendable {
                     )))
         }
         let server = try await LoopbackServer.start(responder, server: try .tls(tlsConfiguration: tls))
-        return KubeAPIServer(server: server, certificatePath: certificatePath, tokens: tokens)
+        return KubeAPIServer(server: server, certificatePath: certificate.certificatePath, tokens: tokens)
     }
 
     func stop() async { await server.stop() }

@@ -29,13 +29,26 @@ struct NanoIDP {
     /// Whether nanoidp and libfaketime are installed: asked once, when the suites are planned.
     static let isAvailable = libfaketime != nil && Scripts.pythonCanImport("nanoidp")
 
+    /// Where nanoidp may fetch client metadata documents: `host` (`127.0.0.1:PORT`), over TLS,
+    /// trusting the certificate at `authority` and nothing else.
+    struct DocumentHost {
+        var host: String
+        var authority: String
+    }
+
     /// Starts a nanoidp whose access tokens live `accessTokenMinutes` and whose refresh tokens
-    /// live `refreshTokenMinutes` and rotate on every use.
-    static func start(accessTokenMinutes: Int = 1, refreshTokenMinutes: Int = 10080) async throws -> NanoIDP {
+    /// live `refreshTokenMinutes` and rotate on every use; with `documents`, it fetches client
+    /// metadata documents from that host alone.
+    static func start(accessTokenMinutes: Int = 1, refreshTokenMinutes: Int = 10080, documents: DocumentHost? = nil)
+        async throws -> NanoIDP
+    {
         let libfaketime = try #require(libfaketime, "libfaketime is not installed (scripts/install-deps)")
         let folder = try TemporaryFolder()
         let port = try await FreePort.pick()
         let issuer = "http://127.0.0.1:\(port)"
+        let documentSettings = documents.map {
+            #"  client_id_metadata_documents: {enabled: true, allowed_hosts: ["\#($0.host)"], allow_loopback: true}"#
+        }
         let settings = """
             config_version: 1
             server:
@@ -49,6 +62,7 @@ struct NanoIDP {
               refresh_token_rotation: true
               dynamic_registration:
                 enabled: true
+            \(documentSettings ?? "")
               clients:
                 - client_id: "resource-server"
                   client_secret: "resource-server-secret"
@@ -75,6 +89,7 @@ struct NanoIDP {
         environment["LD_PRELOAD"] = libfaketime
         environment["FAKETIME_TIMESTAMP_FILE"] = folder.file("clock")
         environment["FAKETIME_NO_CACHE"] = "1"
+        if let documents { environment["SSL_CERT_FILE"] = documents.authority }
         let process = try await ChildProcess.start(
             URL(fileURLWithPath: "/usr/bin/env"),
             ["python3", "-m", "nanoidp", "--config", folder.path, "--port", "\(port)"], environment: environment)

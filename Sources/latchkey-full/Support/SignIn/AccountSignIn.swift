@@ -131,6 +131,16 @@ struct AccountSignIn {
                     "The provider \(entry.name) does not allow the password grant (RFC 9700 §2.4 says it must not be used). Sign in with --browser or --device; for scripts and tests, add the provider with --allow-password-grant."
                 )
             }
+            // A metadata document's client refused for the device grant: its document does not
+            // list it, or the server takes such a client only in the browser (nanoidp: a device
+            // code outlives its cached copy of the document).
+            if device, error.endpoint == .deviceAuthorization, entry.clientID.contains("://"),
+                error.oauthError == .invalidClient || error.oauthError == .unauthorizedClient
+            {
+                throw CLIError.failed(
+                    "Sign-in failed: \(error) The provider did not take the metadata document's client \(entry.clientID) for the device grant: the document must list urn:ietf:params:oauth:grant-type:device_code, and some providers take such a client only in the browser. With no browser here, sign in with --browser --paste."
+                )
+            }
             throw CLIError.provider(error, doing: "Sign-in failed")
         }
         await countdown.stop()
