@@ -2,5 +2,5 @@
 public enum LatchkeyVersion {
     /// The version of this build of Latchkey, as `latchkey --version` prints it, and as
     /// `CHANGELOG.md` names the release.
-    public static let current = "0.13.1"
+    public static let current = "0.13.2"
 }
