@@ -14,23 +14,23 @@ extension SQLiteCredentialStorage {
     }
 
     /// Listed again only when the database changed since the last listing (see
-    /// ``SQLiteReadCache``): `find(where:)` filters the summaries in memory.
+    /// ``CredentialReadCache``): `find(where:)` filters the summaries in memory.
     public func accounts() async throws(StorageError) -> [AccountSummary] {
         try await cachedRead(
-            cached: { $0.accounts },
+            cached: { cache, version in cache.accounts(counter: version) },
             read: { db, _ in
                 try Row.fetchAll(
                     db,
                     sql: "SELECT \(SQL.list(SealedCredential.listedColumns)) FROM credential ORDER BY created_at, rowid"
                 ).map(SealedCredential.summary(row:))
             },
-            keep: { cache, listed, epoch in cache.keep(accounts: listed, readAt: epoch) })
+            keep: { cache, listed, stamp in cache.keep(accounts: listed, stamp: stamp) })
     }
 
     public func credential(for id: CredentialID) async throws(StorageError) -> StoredCredential? {
         // The hot path (`accessToken()` on a valid token): the counter, the cache, nothing else.
         let counter = changeCounter?.value()
-        if let counter, let kept = readCache.withLockedValue({ $0.cached(at: counter) { $0.credential(id) } }) {
+        if let counter, let kept = readCache.withLockedValue({ $0.credential(id, counter: counter) }) {
             return kept
         }
         // Callers that miss at once (after a refresh, many waiting on it) read it once.
@@ -46,7 +46,7 @@ extension SQLiteCredentialStorage {
     {
         if let counter = changeCounter?.value(),
             let token = readCache.withLockedValue({
-                $0.cached(at: counter) { $0.accessToken(id, minimumValidity: minimumValidity, at: date) }
+                $0.accessToken(id, counter: counter, minimumValidity: minimumValidity, at: date)
             })
         {
             return token
@@ -57,13 +57,12 @@ extension SQLiteCredentialStorage {
     /// Reads the credential `id` from the database (through the read cache) and opens it.
     private func readCredential(_ id: CredentialID) async throws(StorageError) -> StoredCredential? {
         let read = try await cachedRead(
-            cached: { $0.credential(id).map { ([$0], []) } },
+            cached: { cache, version in cache.credential(id, counter: version).map { ([$0], []) } },
             read: { db, sealer in
                 try Self.readCredentials(
                     db, "\(Self.selectAll) WHERE credential.id = ?", arguments: [id.rawValue], sealer: sealer)
             },
-            keep: { cache, read, epoch in
-                if let credential = read.values.first { cache.keep(credential, readAt: epoch) }
+            keep: { cache, read, stamp in if let credential = read.values.first { cache.keep(credential, stamp: stamp) }
             })
         if let damaged = read.damaged.first {
             throw StorageError(
@@ -187,9 +186,9 @@ extension SQLiteCredentialStorage {
         // credentials are, while the database is unchanged, so that no seal is opened for it.
         let path = self.path
         return try await cachedRead(
-            cached: { $0.defaultID },
+            cached: { cache, version in cache.defaultID(counter: version) },
             read: { db, sealer in try Self.defaultMarker(db, sealer: sealer).credentialID(path: path) },
-            keep: { cache, id, epoch in cache.keep(defaultID: id, readAt: epoch) })
+            keep: { cache, id, stamp in cache.keep(defaultID: id, stamp: stamp) })
     }
 
     public func setDefaultCredentialID(_ id: CredentialID?) async throws(StorageError) {

@@ -42,8 +42,8 @@ public final class SQLiteCredentialStorage: CredentialStorage, OutboxStorage {
     /// process's key rotation changes the check, and this process then reads the new key.
     let keys: NIOLockedValueBox<StoreKeys>
     /// The credentials last read by id, while the database is as it was then (see
-    /// ``SQLiteReadCache``).
-    let readCache = NIOLockedValueBox(SQLiteReadCache())
+    /// ``CredentialReadCache``).
+    let readCache = NIOLockedValueBox(CredentialReadCache())
     /// Reads of a credential by id that callers start together, shared (``CoalescedReads``).
     let credentialReads = CoalescedReads<CredentialID, StoredCredential?>()
     /// The database's change counter, read without a hop to ``pool``'s queue; `nil` when it

@@ -1,10 +1,9 @@
 package import Foundation
 package import Latchkey
 
-/// The core read cache (``CredentialReadCache``) over PostgreSQL's change stamp, the change log:
-/// the credentials an instance last read for `accessToken()`, kept while the log says nothing
-/// changed, so that a valid token is handed out without a round trip. A pure value: the
-/// storage feeds it the log's polls and its own writes.
+/// The credentials an instance last read for `accessToken()`, kept while the change log says
+/// nothing changed, so that a valid token is handed out without a round trip. A pure value:
+/// the storage feeds it the log's polls and its own writes.
 ///
 /// What bounds its staleness is the log: a change committed on any instance is in the log, and
 /// a poll that starts after the commit sees it. So a credential is served only while a poll
@@ -13,17 +12,18 @@ package import Latchkey
 /// (the server is unreachable, the connection dropped) nothing is served once that time has
 /// passed. A change of this instance's own empties the cache before and after its write
 /// (``wrote()``), so it is never served stale here.
+///
+/// A read that began before a change must not keep what it read after it: a read takes the
+/// ``epoch`` when it starts, and what it read is kept only if nothing changed since.
 package struct PostgresReadCache: Sendable {
     /// How old the start of the last completed poll may be for the cache to serve.
     package static let staleness = Duration.seconds(1)
 
-    private var cache = CredentialReadCache()
+    /// Moves with every change seen or made.
+    package private(set) var epoch: UInt64 = 0
+    private var credentials: [CredentialID: StoredCredential] = [:]
     /// When the last poll that completed had started.
     private var freshAsOf: ContinuousClock.Instant?
-
-    /// Moves with every change seen or made: a read takes it when it starts (see
-    /// ``CredentialReadCache/epoch``).
-    package var epoch: UInt64 { cache.epoch }
 
     /// An empty cache, serving nothing until a poll completes.
     package init() {}
@@ -47,15 +47,26 @@ package struct PostgresReadCache: Sendable {
     }
 
     /// The log named changes to these credentials (`nil`: to something it does not name).
-    package mutating func changed(_ ids: [CredentialID?]) { cache.changed(ids) }
+    package mutating func changed(_ ids: [CredentialID?]) {
+        guard !ids.isEmpty else { return }
+        epoch &+= 1
+        for id in ids {
+            guard let id else { return credentials.removeAll(keepingCapacity: true) }
+            credentials[id] = nil
+        }
+    }
 
     /// This instance changes a credential (called before the write starts and after it ends).
-    package mutating func wrote() { cache.wrote() }
+    package mutating func wrote() {
+        epoch &+= 1
+        credentials.removeAll(keepingCapacity: true)
+    }
 
     /// The feed cannot read the log: nothing is served until a poll completes again.
     package mutating func lostFeed() {
         freshAsOf = nil
-        cache.changed([nil])
+        epoch &+= 1
+        credentials.removeAll(keepingCapacity: true)
     }
 
     /// Whether the cache may serve at `now`.
@@ -70,14 +81,17 @@ package struct PostgresReadCache: Sendable {
         _ id: CredentialID, minimumValidity: TimeInterval, at date: Date, now: ContinuousClock.Instant
     ) -> String? {
         guard isFresh(at: now) else { return nil }
-        return cache.accessToken(id, minimumValidity: minimumValidity, at: date)
+        return credentials[id]?.accessToken(minimumValidity: minimumValidity, at: date)
     }
 
     /// Keeps `credential`, read by a read that started at `epoch`, unless something changed since.
     package mutating func keep(_ credential: StoredCredential, readAt epoch: UInt64) {
-        cache.keep(credential, readAt: epoch)
+        guard epoch == self.epoch else { return }
+        credentials[credential.id] = credential
     }
 
     /// Forgets credential `id` (a read found none).
-    package mutating func forget(_ id: CredentialID) { cache.forget(id) }
+    package mutating func forget(_ id: CredentialID) {
+        credentials[id] = nil
+    }
 }

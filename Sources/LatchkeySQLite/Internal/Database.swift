@@ -26,26 +26,24 @@ extension SQLiteCredentialStorage {
         }
     }
 
-    /// Reads through the read cache (``SQLiteReadCache``): while the database is unchanged
+    /// Reads through the read cache (``CredentialReadCache``): while the database is unchanged
     /// `cached` answers from memory, on the caller's thread, after one statement of the change
     /// counter and with no seal opened; otherwise `body` reads in one transaction with the
     /// store's current key, as ``read(_:)`` does, and `keep` puts what it read in the cache.
     func cachedRead<T: Sendable>(
-        cached: @escaping @Sendable (CredentialReadCache) -> T?,
+        cached: @escaping @Sendable (inout CredentialReadCache, SQLiteChangeCounter.Value) -> T?,
         read body: @escaping @Sendable (Database, Sealer) throws -> T,
-        keep: @escaping @Sendable (inout CredentialReadCache, T, UInt64) -> Void
+        keep: @escaping @Sendable (inout CredentialReadCache, T, CredentialReadCache.Stamp) -> Void
     ) async throws(StorageError) -> T {
-        if let version = changeCounter?.value(),
-            let hit = readCache.withLockedValue({ $0.cached(at: version, cached) })
-        {
+        if let version = changeCounter?.value(), let hit = readCache.withLockedValue({ cached(&$0, version) }) {
             return hit
         }
         do {
             return try await pool.unsafeRead { db in
-                // The epoch before the read begins: a commit after it, however soon, changes
+                // The stamp before the read begins: a commit after it, however soon, changes
                 // the counter, and what this read keeps is not taken again.
-                let epoch = self.changeCounter?.value().map { version in
-                    self.readCache.withLockedValue { $0.epoch(at: version) }
+                let stamp = self.changeCounter?.value().map { version in
+                    self.readCache.withLockedValue { $0.stamp(counter: version) }
                 }
                 var value: T?
                 try db.inTransaction(.deferred) {
@@ -53,7 +51,7 @@ extension SQLiteCredentialStorage {
                     return .commit
                 }
                 guard let value else { throw DatabaseError(message: "The read returned nothing.") }
-                if let epoch { self.readCache.withLockedValue { cache in cache.keep { keep(&$0, value, epoch) } } }
+                if let stamp { self.readCache.withLockedValue { keep(&$0, value, stamp) } }
                 return value
             }
         } catch {
