@@ -123,10 +123,7 @@ struct Endpoints: Sendable {
                 verifier: try form["code_verifier"], issuer: issuer, jkt: jkt, audience: try Self.audience(form))
         case "refresh_token":
             let scopes = try form["scope"].map(Self.scopes)
-            let resource = try form["resource"]
-            if let resource, !Self.isResourceIndicator(resource) {
-                throw OAuthFailure("invalid_target", "The resource must be an absolute URI without a fragment.")
-            }
+            let resource = try Self.checked(resource: try form["resource"])
             answer = try await state.refresh(
                 try form.required("refresh_token"), client: client, scopes: scopes, issuer: issuer, jkt: jkt,
                 resource: resource)
@@ -147,8 +144,13 @@ struct Endpoints: Sendable {
     /// RFC 8707 §2: the audience of a sign-in's access token, the one resource its request
     /// names; none (a token for every resource) when it names none or several.
     static func audience(_ form: Parameters) throws -> String? {
-        guard !form.repeated.contains("resource"), let resource = try form["resource"] else { return nil }
-        guard isResourceIndicator(resource) else {
+        guard !form.repeated.contains("resource") else { return nil }
+        return try checked(resource: try form["resource"])
+    }
+
+    /// `resource`, refused with `invalid_target` unless it is a resource indicator.
+    static func checked(resource: String?) throws -> String? {
+        if let resource, !isResourceIndicator(resource) {
             throw OAuthFailure("invalid_target", "The resource must be an absolute URI without a fragment.")
         }
         return resource

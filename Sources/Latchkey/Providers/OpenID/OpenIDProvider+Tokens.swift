@@ -134,8 +134,6 @@ extension OpenIDProvider {
         resources.map { ("resource", $0.absoluteString) }
     }
 
-    /// The resources a grant was asked for, as ``Token/resources`` keeps them (`nil` for none).
-
     /// Fetches the metadata, and the JWKS when a new ID token may come back, before a refresh.
     public func prepareRefresh(of token: Token) async throws(ProviderError) {
         _ = try await endpoint(.token)
